@@ -1,0 +1,17 @@
+// lowbit: low-bit numeric formats for LLM inference. Umbrella header: includes every part of the
+// core (nothing here needs more than the standard library). See README.md and docs/.
+#ifndef LOWBIT_LOWBIT_HPP
+#define LOWBIT_LOWBIT_HPP
+
+#include "core/config.hpp"
+#include "core/rounding.hpp"
+#include "core/status.hpp"
+#include "core/packing.hpp"
+#include "formats/spec.hpp"
+#include "formats/minifloat.hpp"
+#include "formats/types.hpp"
+#include "formats/limits.hpp"
+#include "formats/io.hpp"
+#include "convert.hpp"
+
+#endif  // LOWBIT_LOWBIT_HPP
