@@ -16,7 +16,9 @@ namespace lowbit {
 //  toward_pos_inf : the neighbour above (for negative values: the one nearer zero).
 //  stochastic     : round the magnitude up with probability equal to the discarded fraction, using
 //                   32 caller-supplied random bits r: up iff floor(fraction * 2^32) + r >= 2^32.
-enum class rounding { nearest_even, toward_zero, toward_pos_inf, stochastic };
+//  nearest_away   : nearest, ties away from zero (roundf; microxcaling's MX element rounding).
+//  nearest_toward_zero : nearest, ties to the smaller magnitude (ggml's MXFP4/NVFP4 element search).
+enum class rounding { nearest_even, toward_zero, toward_pos_inf, stochastic, nearest_away, nearest_toward_zero };
 
 // What a finite value beyond the format's range becomes.
 //  saturate     : +-max finite (NVIDIA __NV_SATFINITE, current PyTorch E4M3).

@@ -155,10 +155,13 @@ LOWBIT_HD constexpr bool round_up(std::uint64_t sig, int shift, std::uint64_t tr
   // rem: the discarded bits; with shift >= 64 every bit of sig is discarded.
   const std::uint64_t rem = shift >= 64 ? sig : sig & ((std::uint64_t{1} << shift) - 1u);
   switch (rm) {
-    case rounding::nearest_even: {
+    case rounding::nearest_even:
+    case rounding::nearest_away:
+    case rounding::nearest_toward_zero: {
       if (shift > 64) return false;  // rem < 2^64 <= half
       const std::uint64_t half = std::uint64_t{1} << (shift - 1);
-      return rem > half || (rem == half && (truncated & 1u) != 0);
+      if (rem != half) return rem > half;
+      return rm == rounding::nearest_away || (rm == rounding::nearest_even && (truncated & 1u) != 0);
     }
     case rounding::toward_zero: return false;
     case rounding::toward_pos_inf: return !negative && rem != 0;
