@@ -56,25 +56,20 @@ class minifloat {
     return from_bits(static_cast<storage_type>(bits_ ^ F::sign_mask));
   }
 
-  // Numeric comparisons: NaN is unordered, +0 == -0.
-  friend LOWBIT_HD LOWBIT_CONSTEXPR_BITCAST bool operator==(minifloat a, minifloat b) noexcept {
-    return float(a) == float(b);
+  // Numeric comparisons: NaN is unordered, +0 == -0. Done on the codes (magnitude codes are
+  // monotonic in value), so the result does not depend on denormals-are-zero.
+  friend LOWBIT_HD constexpr bool operator==(minifloat a, minifloat b) noexcept {
+    return !a.is_nan() && !b.is_nan() && a.order_key() == b.order_key();
   }
-  friend LOWBIT_HD LOWBIT_CONSTEXPR_BITCAST bool operator!=(minifloat a, minifloat b) noexcept {
-    return !(a == b);
+  friend LOWBIT_HD constexpr bool operator!=(minifloat a, minifloat b) noexcept { return !(a == b); }
+  friend LOWBIT_HD constexpr bool operator<(minifloat a, minifloat b) noexcept {
+    return !a.is_nan() && !b.is_nan() && a.order_key() < b.order_key();
   }
-  friend LOWBIT_HD LOWBIT_CONSTEXPR_BITCAST bool operator<(minifloat a, minifloat b) noexcept {
-    return float(a) < float(b);
+  friend LOWBIT_HD constexpr bool operator>(minifloat a, minifloat b) noexcept { return b < a; }
+  friend LOWBIT_HD constexpr bool operator<=(minifloat a, minifloat b) noexcept {
+    return !a.is_nan() && !b.is_nan() && a.order_key() <= b.order_key();
   }
-  friend LOWBIT_HD LOWBIT_CONSTEXPR_BITCAST bool operator>(minifloat a, minifloat b) noexcept {
-    return float(a) > float(b);
-  }
-  friend LOWBIT_HD LOWBIT_CONSTEXPR_BITCAST bool operator<=(minifloat a, minifloat b) noexcept {
-    return float(a) <= float(b);
-  }
-  friend LOWBIT_HD LOWBIT_CONSTEXPR_BITCAST bool operator>=(minifloat a, minifloat b) noexcept {
-    return float(a) >= float(b);
-  }
+  friend LOWBIT_HD constexpr bool operator>=(minifloat a, minifloat b) noexcept { return b <= a; }
 
  private:
   template <class T>
@@ -85,6 +80,12 @@ class minifloat {
       // Integers up to 2^53 and long double go through double; see encode() for exactness.
       return detail::unpack(static_cast<double>(x));
     }
+  }
+
+  // Signed magnitude as an integer: same order as the values, both zeros map to 0.
+  LOWBIT_HD constexpr std::int32_t order_key() const noexcept {
+    const auto mag = static_cast<std::int32_t>(bits_ & F::magnitude_mask);
+    return signbit() ? -mag : mag;
   }
 
   storage_type bits_ = 0;
