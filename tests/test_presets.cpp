@@ -1,0 +1,525 @@
+// The measured conversion vectors of ml_dtypes, PyTorch c10 and NVIDIA's CUDA headers
+// (shared research, formats.md section 3.1-3.5), each anchor's column checked against the lowbit
+// preset that claims to reproduce it; then the semantics that DESIGN.md and the lesson promise,
+// as named cases (the 464 tie, overflow, Inf, -0, double input, stochastic and the two extra
+// nearest modes).
+//
+// Columns and presets:
+//   CUDA S  __nv_cvt_*(..., __NV_SATFINITE, ...)  lowbit's default, presets::cuda_satfinite()
+//   CUDA N  __nv_cvt_*(..., __NV_NOSAT, ...)      presets::cuda_nosat()
+//   ml      ml_dtypes ConvertFrom<false, false>   presets::ml_dtypes()
+//   ml-sat  ml_dtypes ConvertFrom<true, false>    presets::ml_dtypes(overflow::saturate)
+//   c10     PyTorch before pytorch#178817         presets::pytorch()
+// CUTLASS is not a preset (its host conversions are close to CUDA S but keep the NaN sign of
+// FP4 and return NaN for E8M0 of Inf); its column is not tested.
+#include <lowbit/lowbit.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace {
+
+using lowbit::overflow;
+using lowbit::policy;
+using lowbit::rounding;
+namespace presets = lowbit::presets;
+
+float nan_with_sign(float sign) { return std::copysign(std::numeric_limits<float>::quiet_NaN(), sign); }
+const float inf = std::numeric_limits<float>::infinity();
+
+std::string describe(float x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%a (%.9g)", static_cast<double>(x), static_cast<double>(x));
+  return buf;
+}
+
+template <class T>
+unsigned code_of(float x, const policy& p) {
+  return lowbit::encode<T>(x, p).bits();
+}
+
+// Codes compare as "0x7E" strings so that a failure prints them the way the tables write them.
+std::string hex(unsigned code) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%02X", code);
+  return buf;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3.1 E4M3FN (max 448 = 0x7E; NaN 0x7F / 0xFF)
+
+struct fp8_row {
+  const char* what;
+  float x;
+  std::uint8_t ml, ml_sat, cuda_n, cuda_s, c10;
+};
+
+const fp8_row* e4m3fn_rows(std::size_t& n) {
+  static const fp8_row rows[] = {
+      // what                 input                          ml    ml-sat CUDA N CUDA S c10
+      {"+NaN", nan_with_sign(1.0f), 0x7F, 0x7F, 0x7F, 0x7F, 0x7F},
+      {"-NaN", nan_with_sign(-1.0f), 0xFF, 0xFF, 0x7F, 0x7F, 0xFF},
+      {"+Inf", inf, 0x7F, 0x7F, 0x7F, 0x7E, 0x7F},
+      {"-Inf", -inf, 0xFF, 0xFF, 0xFF, 0xFE, 0xFF},
+      {"464 (tie 448/480)", 464.0f, 0x7E, 0x7E, 0x7E, 0x7E, 0x7E},
+      {"nextafter(464, +inf)", std::nextafter(464.0f, inf), 0x7F, 0x7E, 0x7F, 0x7E, 0x7F},
+      {"470", 470.0f, 0x7F, 0x7E, 0x7F, 0x7E, 0x7F},
+      {"479.9", 479.9f, 0x7F, 0x7E, 0x7F, 0x7E, 0x7F},
+      {"480", 480.0f, 0x7F, 0x7E, 0x7F, 0x7E, 0x7F},
+      {"1e6", 1e6f, 0x7F, 0x7E, 0x7F, 0x7E, 0x7F},
+      {"FLT_MAX", FLT_MAX, 0x7F, 0x7E, 0x7F, 0x7E, 0x7F},
+      {"-470", -470.0f, 0xFF, 0xFE, 0xFF, 0xFE, 0xFF},
+      {"-0.0", -0.0f, 0x80, 0x80, 0x80, 0x80, 0x80},
+      {"2^-10 (half the min subnormal, tie to 0)", 0x1p-10f, 0x00, 0x00, 0x00, 0x00, 0x00},
+      {"nextafter(2^-10, 1)", std::nextafter(0x1p-10f, 1.0f), 0x01, 0x01, 0x01, 0x01, 0x01},
+      {"3*2^-10 (tie 1/2 ulp)", 0x3p-10f, 0x02, 0x02, 0x02, 0x02, 0x02},
+      {"-2^-11 (underflow)", -0x1p-11f, 0x80, 0x80, 0x80, 0x80, 0x80},
+      {"1.0625 (tie 1/1.125)", 1.0625f, 0x38, 0x38, 0x38, 0x38, 0x38},
+  };
+  n = sizeof rows / sizeof rows[0];
+  return rows;
+}
+
+// 3.2 E5M2 (max 57344 = 0x7B; Inf 0x7C)
+const fp8_row* e5m2_rows(std::size_t& n) {
+  static const fp8_row rows[] = {
+      // what                 input                          ml    ml-sat CUDA N CUDA S c10
+      {"+NaN", nan_with_sign(1.0f), 0x7E, 0x7E, 0x7F, 0x7F, 0x7F},
+      {"-NaN", nan_with_sign(-1.0f), 0xFE, 0xFE, 0x7F, 0x7F, 0xFF},
+      {"+Inf", inf, 0x7C, 0x7C, 0x7C, 0x7B, 0x7C},
+      {"-Inf", -inf, 0xFC, 0xFC, 0xFC, 0xFB, 0xFC},
+      {"61439.996 (below the tie)", std::nextafter(61440.0f, 0.0f), 0x7B, 0x7B, 0x7B, 0x7B, 0x7B},
+      {"61440 (tie 57344/Inf)", 61440.0f, 0x7C, 0x7B, 0x7C, 0x7B, 0x7C},
+      {"65536", 65536.0f, 0x7C, 0x7B, 0x7C, 0x7B, 0x7C},
+      {"1e6", 1e6f, 0x7C, 0x7B, 0x7C, 0x7B, 0x7C},
+      {"3*2^-17 (tie 1/2 ulp)", 0x3p-17f, 0x02, 0x02, 0x02, 0x02, 0x02},
+      {"-1e-30", -1e-30f, 0x80, 0x80, 0x80, 0x80, 0x80},
+  };
+  n = sizeof rows / sizeof rows[0];
+  return rows;
+}
+
+template <class T>
+void check_fp8_column(const fp8_row* rows, std::size_t n, std::uint8_t fp8_row::*column, const policy& p) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const fp8_row& r = rows[i];
+    EXPECT_EQ(hex(code_of<T>(r.x, p)), hex(r.*column)) << r.what << ", input " << describe(r.x);
+  }
+}
+
+TEST(E4M3FN, CudaSatfiniteIsTheDefault) {
+  std::size_t n = 0;
+  const fp8_row* rows = e4m3fn_rows(n);
+  check_fp8_column<lowbit::float8_e4m3fn>(rows, n, &fp8_row::cuda_s, presets::cuda_satfinite());
+  for (std::size_t i = 0; i < n; ++i)
+    EXPECT_EQ(lowbit::encode<lowbit::float8_e4m3fn>(rows[i].x).bits(), unsigned{rows[i].cuda_s}) << rows[i].what;
+}
+TEST(E4M3FN, CudaNosat) {
+  std::size_t n = 0;
+  const fp8_row* rows = e4m3fn_rows(n);
+  check_fp8_column<lowbit::float8_e4m3fn>(rows, n, &fp8_row::cuda_n, presets::cuda_nosat());
+}
+TEST(E4M3FN, MlDtypes) {
+  std::size_t n = 0;
+  const fp8_row* rows = e4m3fn_rows(n);
+  check_fp8_column<lowbit::float8_e4m3fn>(rows, n, &fp8_row::ml, presets::ml_dtypes());
+}
+TEST(E4M3FN, MlDtypesSaturating) {
+  std::size_t n = 0;
+  const fp8_row* rows = e4m3fn_rows(n);
+  check_fp8_column<lowbit::float8_e4m3fn>(rows, n, &fp8_row::ml_sat, presets::ml_dtypes(overflow::saturate));
+}
+TEST(E4M3FN, PyTorchC10) {
+  std::size_t n = 0;
+  const fp8_row* rows = e4m3fn_rows(n);
+  check_fp8_column<lowbit::float8_e4m3fn>(rows, n, &fp8_row::c10, presets::pytorch());
+}
+// After pytorch#178817 (PyTorch 2.12), eager E4M3FN casts saturate finite overflow to +-448
+// (pytorch/ao#4364). What that code does with +-Inf was not measured, so only finite
+// overflow is checked here.
+TEST(E4M3FN, PyTorchAfter178817FiniteOverflowSaturates) {
+  const policy p = presets::pytorch(overflow::saturate);
+  EXPECT_EQ(code_of<lowbit::float8_e4m3fn>(470.0f, p), 0x7Eu);
+  EXPECT_EQ(code_of<lowbit::float8_e4m3fn>(1e6f, p), 0x7Eu);
+  EXPECT_EQ(code_of<lowbit::float8_e4m3fn>(-470.0f, p), 0xFEu);
+  EXPECT_EQ(code_of<lowbit::float8_e4m3fn>(464.0f, p), 0x7Eu);
+}
+
+TEST(E5M2, CudaSatfiniteIsTheDefault) {
+  std::size_t n = 0;
+  const fp8_row* rows = e5m2_rows(n);
+  check_fp8_column<lowbit::float8_e5m2>(rows, n, &fp8_row::cuda_s, presets::cuda_satfinite());
+  for (std::size_t i = 0; i < n; ++i)
+    EXPECT_EQ(lowbit::encode<lowbit::float8_e5m2>(rows[i].x).bits(), unsigned{rows[i].cuda_s}) << rows[i].what;
+}
+TEST(E5M2, CudaNosat) {
+  std::size_t n = 0;
+  const fp8_row* rows = e5m2_rows(n);
+  check_fp8_column<lowbit::float8_e5m2>(rows, n, &fp8_row::cuda_n, presets::cuda_nosat());
+}
+TEST(E5M2, MlDtypes) {
+  std::size_t n = 0;
+  const fp8_row* rows = e5m2_rows(n);
+  check_fp8_column<lowbit::float8_e5m2>(rows, n, &fp8_row::ml, presets::ml_dtypes());
+}
+TEST(E5M2, MlDtypesSaturating) {
+  std::size_t n = 0;
+  const fp8_row* rows = e5m2_rows(n);
+  check_fp8_column<lowbit::float8_e5m2>(rows, n, &fp8_row::ml_sat, presets::ml_dtypes(overflow::saturate));
+}
+TEST(E5M2, PyTorchC10) {
+  std::size_t n = 0;
+  const fp8_row* rows = e5m2_rows(n);
+  check_fp8_column<lowbit::float8_e5m2>(rows, n, &fp8_row::c10, presets::pytorch());
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3.3 E2M1 (0, 0.5, 1, 1.5, 2, 3, 4, 6; no NaN, no Inf). CUDA's FP4 conversions have no
+// saturation argument (always satfinite) and take cudaRoundNearest or cudaRoundZero.
+// PyTorch c10 has no FP4 conversion; CUTLASS (NaN -> +-6 with the sign) is not a preset.
+
+struct fp4_row {
+  const char* what;
+  float x;
+  std::uint8_t ml, cuda_rn, cuda_rz;
+};
+
+const fp4_row* e2m1_rows(std::size_t& n) {
+  static const fp4_row rows[] = {
+      // what                   input               ml   CUDA RN CUDA RZ
+      {"+NaN", nan_with_sign(1.0f), 0x8, 0x7, 0x7},
+      {"-NaN", nan_with_sign(-1.0f), 0x0, 0x7, 0x7},
+      {"+Inf", inf, 0x7, 0x7, 0x7},
+      {"-Inf", -inf, 0xF, 0xF, 0xF},
+      {"6.5", 6.5f, 0x7, 0x7, 0x7},
+      {"7", 7.0f, 0x7, 0x7, 0x7},
+      {"1e6", 1e6f, 0x7, 0x7, 0x7},
+      {"0.25 (tie 0/0.5)", 0.25f, 0x0, 0x0, 0x0},
+      {"0.75 (tie 0.5/1)", 0.75f, 0x2, 0x2, 0x1},
+      {"1.25 (tie 1/1.5)", 1.25f, 0x2, 0x2, 0x2},
+      {"2.5 (tie 2/3)", 2.5f, 0x4, 0x4, 0x4},
+      {"3.5 (tie 3/4)", 3.5f, 0x6, 0x6, 0x5},
+      {"5 (tie 4/6)", 5.0f, 0x6, 0x6, 0x6},
+      {"-0.0", -0.0f, 0x8, 0x8, 0x8},
+      {"-0.1", -0.1f, 0x8, 0x8, 0x8},
+  };
+  n = sizeof rows / sizeof rows[0];
+  return rows;
+}
+
+void check_fp4_column(std::uint8_t fp4_row::*column, const policy& p) {
+  std::size_t n = 0;
+  const fp4_row* rows = e2m1_rows(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const fp4_row& r = rows[i];
+    EXPECT_EQ(hex(code_of<lowbit::float4_e2m1fn>(r.x, p)), hex(r.*column)) << r.what << ", input " << describe(r.x);
+  }
+}
+
+TEST(E2M1, CudaRoundNearestIsTheDefault) {
+  check_fp4_column(&fp4_row::cuda_rn, presets::cuda_satfinite());
+  // FP4 has neither Inf nor NaN: non_saturate saturates too, so the NOSAT preset agrees.
+  check_fp4_column(&fp4_row::cuda_rn, presets::cuda_nosat());
+  std::size_t n = 0;
+  const fp4_row* rows = e2m1_rows(n);
+  for (std::size_t i = 0; i < n; ++i)
+    EXPECT_EQ(lowbit::encode<lowbit::float4_e2m1fn>(rows[i].x).bits(), unsigned{rows[i].cuda_rn}) << rows[i].what;
+}
+TEST(E2M1, CudaRoundZero) {
+  check_fp4_column(&fp4_row::cuda_rz, presets::cuda_satfinite(rounding::toward_zero));
+  check_fp4_column(&fp4_row::cuda_rz, presets::cuda_nosat(rounding::toward_zero));
+}
+// ml_dtypes gives the same bytes in both of its modes ("ml (any mode)").
+TEST(E2M1, MlDtypes) { check_fp4_column(&fp4_row::ml, presets::ml_dtypes()); }
+TEST(E2M1, MlDtypesSaturating) { check_fp4_column(&fp4_row::ml, presets::ml_dtypes(overflow::saturate)); }
+
+// ---------------------------------------------------------------------------------------------
+// 3.4 E8M0 (2^(e-127); 0x00 = 2^-127, 0xFE = 2^127, 0xFF = NaN). CUDA offers cudaRoundZero and
+// cudaRoundPosInf only (its RNE asserts), so the CUDA columns are the NVIDIA presets with
+// rounding::toward_zero / toward_pos_inf. ml_dtypes and c10 round to nearest (the tie at the
+// linear midpoint 1.5 * 2^e goes up). CUTLASS (ceil, but NaN for Inf) is not a preset.
+
+struct e8m0_row {
+  const char* what;
+  float x;
+  std::uint8_t ml, ml_sat, rz_n, rz_s, rp_n, rp_s, c10;
+};
+
+const e8m0_row* e8m0_rows(std::size_t& n) {
+  static const e8m0_row rows[] = {
+      // what               input                    ml    ml-sat RZ N  RZ S  RP N  RP S  c10
+      {"+NaN", nan_with_sign(1.0f), 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF},
+      {"-NaN", nan_with_sign(-1.0f), 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF},
+      {"+Inf", inf, 0xFF, 0xFF, 0xFF, 0xFE, 0xFF, 0xFE, 0xFF},
+      {"-Inf", -inf, 0xFF, 0xFF, 0xFF, 0xFE, 0xFF, 0xFE, 0xFF},
+      {"+0", 0.0f, 0xFF, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00},
+      {"-0", -0.0f, 0xFF, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00},
+      {"-1", -1.0f, 0xFF, 0x00, 0x7F, 0x7F, 0x7F, 0x7F, 0x7F},
+      {"-0.5", -0.5f, 0xFF, 0x00, 0x7E, 0x7E, 0x7E, 0x7E, 0x7E},
+      {"1.25", 1.25f, 0x7F, 0x7F, 0x7F, 0x7F, 0x80, 0x80, 0x7F},
+      {"1.5 (linear midpoint 1/2)", 1.5f, 0x80, 0x80, 0x7F, 0x7F, 0x80, 0x80, 0x80},
+      {"0.75", 0.75f, 0x7F, 0x7F, 0x7E, 0x7E, 0x7F, 0x7F, 0x7F},
+      {"3", 3.0f, 0x81, 0x81, 0x80, 0x80, 0x81, 0x81, 0x81},
+      {"1.5*2^127", 0x3p126f, 0xFF, 0xFE, 0xFE, 0xFE, 0xFF, 0xFE, 0xFF},
+      {"FLT_MAX", FLT_MAX, 0xFF, 0xFE, 0xFE, 0xFE, 0xFF, 0xFE, 0xFF},
+      {"2^-127", 0x1p-127f, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00},
+      {"1.5*2^-127", 0x3p-128f, 0x01, 0x01, 0x00, 0x00, 0x01, 0x01, 0x01},
+      {"2^-128", 0x1p-128f, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00},
+      {"2^-149", 0x1p-149f, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00},
+  };
+  n = sizeof rows / sizeof rows[0];
+  return rows;
+}
+
+void check_e8m0_column(std::uint8_t e8m0_row::*column, const policy& p) {
+  std::size_t n = 0;
+  const e8m0_row* rows = e8m0_rows(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const e8m0_row& r = rows[i];
+    EXPECT_EQ(hex(code_of<lowbit::float8_e8m0fnu>(r.x, p)), hex(r.*column)) << r.what << ", input " << describe(r.x);
+  }
+}
+
+TEST(E8M0, CudaRoundZeroNosat) { check_e8m0_column(&e8m0_row::rz_n, presets::cuda_nosat(rounding::toward_zero)); }
+TEST(E8M0, CudaRoundZeroSatfinite) {
+  check_e8m0_column(&e8m0_row::rz_s, presets::cuda_satfinite(rounding::toward_zero));
+}
+TEST(E8M0, CudaRoundPosInfNosat) { check_e8m0_column(&e8m0_row::rp_n, presets::cuda_nosat(rounding::toward_pos_inf)); }
+// The __nv_fp8_e8m0 constructors use __NV_SATFINITE with cudaRoundPosInf.
+TEST(E8M0, CudaRoundPosInfSatfinite) {
+  check_e8m0_column(&e8m0_row::rp_s, presets::cuda_satfinite(rounding::toward_pos_inf));
+  std::size_t n = 0;
+  const e8m0_row* rows = e8m0_rows(n);
+  for (std::size_t i = 0; i < n; ++i)
+    EXPECT_EQ(lowbit::encode<lowbit::float8_e8m0fnu>(rows[i].x, overflow::saturate, rounding::toward_pos_inf).bits(),
+              unsigned{rows[i].rp_s})
+        << rows[i].what;
+}
+TEST(E8M0, MlDtypes) { check_e8m0_column(&e8m0_row::ml, presets::ml_dtypes()); }
+TEST(E8M0, MlDtypesSaturating) { check_e8m0_column(&e8m0_row::ml_sat, presets::ml_dtypes(overflow::saturate)); }
+TEST(E8M0, PyTorchC10) { check_e8m0_column(&e8m0_row::c10, presets::pytorch()); }
+
+// Decoding: 0x00 is 2^-127 (CUDA's e8m0 -> bf16 gives the bf16 subnormal 0x0040, c10 gives the
+// float 0x00400000: both 2^-127); 0xFF is NaN. CUDA canonicalises the NaN to 0x7FFF and c10 gives
+// 0x7F800001; lowbit decodes to a quiet NaN, so only "is NaN" is comparable.
+TEST(E8M0, DecodeEnds) {
+  EXPECT_EQ(lowbit::decode(lowbit::float8_e8m0fnu::from_bits(0x00)), 0x1p-127f);
+  EXPECT_EQ(lowbit::decode(lowbit::float8_e8m0fnu::from_bits(0x7F)), 1.0f);
+  EXPECT_EQ(lowbit::decode(lowbit::float8_e8m0fnu::from_bits(0xFE)), 0x1p127f);
+  EXPECT_TRUE(std::isnan(lowbit::decode(lowbit::float8_e8m0fnu::from_bits(0xFF))));
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3.5 Double input: 1.0625 + 2^-30 lies just above the E4M3 tie between 1 (0x38) and 1.125
+// (0x39), so the correctly rounded result is 0x39 (ml_dtypes and CUDA's __nv_cvt_double_to_fp8).
+// Going through float first (c10, CUTLASS) rounds it onto the tie and then to even: 0x38.
+
+TEST(DoubleInput, NoDoubleRoundingInAnyPreset) {
+  const double x = 1.0625 + 0x1p-30;
+  EXPECT_EQ(lowbit::encode<lowbit::float8_e4m3fn>(x).bits(), 0x39u);
+  EXPECT_EQ(lowbit::encode<lowbit::float8_e4m3fn>(x, presets::cuda_satfinite()).bits(), 0x39u);
+  EXPECT_EQ(lowbit::encode<lowbit::float8_e4m3fn>(x, presets::cuda_nosat()).bits(), 0x39u);
+  EXPECT_EQ(lowbit::encode<lowbit::float8_e4m3fn>(x, presets::ml_dtypes()).bits(), 0x39u);
+  EXPECT_EQ(lowbit::encode<lowbit::float8_e4m3fn>(x, presets::pytorch()).bits(), 0x39u);
+  EXPECT_EQ(lowbit::float8_e4m3fn(x).bits(), 0x39u);
+  // The same value first rounded to float is the c10 / CUTLASS result.
+  EXPECT_EQ(static_cast<float>(x), 1.0625f);
+  EXPECT_EQ(lowbit::encode<lowbit::float8_e4m3fn>(static_cast<float>(x)).bits(), 0x38u);
+  // Mirror image below the tie.
+  EXPECT_EQ(lowbit::encode<lowbit::float8_e4m3fn>(-x).bits(), 0xB9u);
+  EXPECT_EQ(lowbit::encode<lowbit::float8_e4m3fn>(1.0625 - 0x1p-30).bits(), 0x38u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// DESIGN.md and the lesson (section 2.2), as named cases.
+
+TEST(Semantics, Tie464RoundsTo448InBothModes) {
+  using T = lowbit::float8_e4m3fn;
+  EXPECT_EQ(lowbit::encode<T>(464.0f, overflow::saturate).bits(), 0x7Eu);
+  EXPECT_EQ(lowbit::encode<T>(464.0f, overflow::non_saturate).bits(), 0x7Eu);
+  EXPECT_EQ(lowbit::encode<T>(-464.0f, overflow::saturate).bits(), 0xFEu);
+  EXPECT_EQ(lowbit::encode<T>(-464.0f, overflow::non_saturate).bits(), 0xFEu);
+  EXPECT_EQ(lowbit::encode<T>(464.0, overflow::non_saturate).bits(), 0x7Eu);  // from double too
+  EXPECT_EQ(lowbit::decode(lowbit::encode<T>(464.0f)), 448.0f);
+}
+
+TEST(Semantics, FirstValueAbove464Overflows) {
+  using T = lowbit::float8_e4m3fn;
+  const float above = std::nextafter(464.0f, inf);  // 464 + 2^-15
+  EXPECT_EQ(lowbit::encode<T>(above, overflow::non_saturate).bits(), 0x7Fu);  // NaN
+  EXPECT_EQ(lowbit::encode<T>(above, overflow::saturate).bits(), 0x7Eu);      // 448
+  EXPECT_EQ(lowbit::encode<T>(-above, overflow::non_saturate).bits(), 0xFFu);
+  EXPECT_EQ(lowbit::encode<T>(-above, overflow::saturate).bits(), 0xFEu);
+  const double above_d = std::nextafter(464.0, 1000.0);  // 464 + 2^-44: still beyond the tie
+  EXPECT_EQ(lowbit::encode<T>(above_d, overflow::non_saturate).bits(), 0x7Fu);
+  EXPECT_EQ(lowbit::encode<T>(above_d, overflow::saturate).bits(), 0x7Eu);
+  EXPECT_TRUE(lowbit::encode<T>(above, overflow::non_saturate).is_nan());
+}
+
+// Under saturate, +-Inf clamps to +-max finite in every format (E8M0 has no sign: +max).
+TEST(Semantics, InfUnderSaturateGivesMax) {
+  struct expect {
+    unsigned pos, neg;
+  };
+  const auto both = [](auto tag) {
+    using T = decltype(tag);
+    return expect{lowbit::encode<T>(inf, overflow::saturate).bits(), lowbit::encode<T>(-inf, overflow::saturate).bits()};
+  };
+  const expect e4m3fn = both(lowbit::float8_e4m3fn{});
+  const expect e5m2 = both(lowbit::float8_e5m2{});
+  const expect e4m3fnuz = both(lowbit::float8_e4m3fnuz{});
+  const expect e5m2fnuz = both(lowbit::float8_e5m2fnuz{});
+  const expect e2m3 = both(lowbit::float6_e2m3fn{});
+  const expect e3m2 = both(lowbit::float6_e3m2fn{});
+  const expect e2m1 = both(lowbit::float4_e2m1fn{});
+  const expect e8m0 = both(lowbit::float8_e8m0fnu{});
+  EXPECT_EQ(e4m3fn.pos, 0x7Eu);
+  EXPECT_EQ(e4m3fn.neg, 0xFEu);
+  EXPECT_EQ(e5m2.pos, 0x7Bu);
+  EXPECT_EQ(e5m2.neg, 0xFBu);
+  EXPECT_EQ(e4m3fnuz.pos, 0x7Fu);  // 240
+  EXPECT_EQ(e4m3fnuz.neg, 0xFFu);
+  EXPECT_EQ(e5m2fnuz.pos, 0x7Fu);  // 57344
+  EXPECT_EQ(e5m2fnuz.neg, 0xFFu);
+  EXPECT_EQ(e2m3.pos, 0x1Fu);  // 7.5
+  EXPECT_EQ(e2m3.neg, 0x3Fu);
+  EXPECT_EQ(e3m2.pos, 0x1Fu);  // 28
+  EXPECT_EQ(e3m2.neg, 0x3Fu);
+  EXPECT_EQ(e2m1.pos, 0x7u);  // 6
+  EXPECT_EQ(e2m1.neg, 0xFu);
+  EXPECT_EQ(e8m0.pos, 0xFEu);  // 2^127
+  EXPECT_EQ(e8m0.neg, 0xFEu);
+  // And non_saturate: Inf where the format has it, else NaN, else max.
+  EXPECT_EQ(lowbit::encode<lowbit::float8_e5m2>(inf, overflow::non_saturate).bits(), 0x7Cu);
+  EXPECT_EQ(lowbit::encode<lowbit::float8_e4m3fn>(-inf, overflow::non_saturate).bits(), 0xFFu);
+  EXPECT_EQ(lowbit::encode<lowbit::float8_e4m3fnuz>(-inf, overflow::non_saturate).bits(), 0x80u);
+  EXPECT_EQ(lowbit::encode<lowbit::float6_e3m2fn>(-inf, overflow::non_saturate).bits(), 0x3Fu);
+}
+
+TEST(Semantics, NegativeZeroKeptWhereTheFormatHasIt) {
+  EXPECT_EQ(lowbit::encode<lowbit::float8_e4m3fn>(-0.0f).bits(), 0x80u);
+  EXPECT_EQ(lowbit::encode<lowbit::float8_e5m2>(-0.0f).bits(), 0x80u);
+  EXPECT_EQ(lowbit::encode<lowbit::float6_e2m3fn>(-0.0f).bits(), 0x20u);
+  EXPECT_EQ(lowbit::encode<lowbit::float6_e3m2fn>(-0.0f).bits(), 0x20u);
+  EXPECT_EQ(lowbit::encode<lowbit::float4_e2m1fn>(-0.0f).bits(), 0x8u);
+  EXPECT_EQ(lowbit::encode<lowbit::float8_e4m3fn>(-0.0).bits(), 0x80u);  // double
+  // Underflow keeps the sign too.
+  EXPECT_EQ(lowbit::encode<lowbit::float8_e4m3fn>(-1e-30f).bits(), 0x80u);
+  EXPECT_EQ(lowbit::encode<lowbit::float8_e5m2>(-1e-30f).bits(), 0x80u);
+  EXPECT_TRUE(std::signbit(lowbit::decode(lowbit::float8_e4m3fn::from_bits(0x80))));
+  EXPECT_EQ(lowbit::decode(lowbit::float8_e4m3fn::from_bits(0x80)), 0.0f);
+}
+
+TEST(Semantics, NegativeZeroDroppedInFnuz) {
+  // 0x80 is the FNUZ NaN, so -0 and negative underflow become +0 in every mode and preset.
+  for (const policy& p : {presets::cuda_satfinite(), presets::cuda_nosat(), presets::ml_dtypes(),
+                          presets::ml_dtypes(overflow::saturate), presets::pytorch()}) {
+    EXPECT_EQ(lowbit::encode<lowbit::float8_e4m3fnuz>(-0.0f, p).bits(), 0x00u);
+    EXPECT_EQ(lowbit::encode<lowbit::float8_e5m2fnuz>(-0.0f, p).bits(), 0x00u);
+    EXPECT_EQ(lowbit::encode<lowbit::float8_e4m3fnuz>(-1e-30f, p).bits(), 0x00u);
+    EXPECT_EQ(lowbit::encode<lowbit::float8_e5m2fnuz>(-1e-30f, p).bits(), 0x00u);
+    EXPECT_EQ(lowbit::encode<lowbit::float8_e4m3fnuz>(nan_with_sign(-1.0f), p).bits(), 0x80u);
+    EXPECT_EQ(lowbit::encode<lowbit::float8_e5m2fnuz>(nan_with_sign(1.0f), p).bits(), 0x80u);
+  }
+  // The smallest negative subnormal is not zero: its sign stays.
+  EXPECT_EQ(lowbit::encode<lowbit::float8_e4m3fnuz>(-0x1p-10f).bits(), 0x81u);
+}
+
+TEST(Semantics, DoubleJustAboveTieRoundsUp) {
+  EXPECT_EQ(lowbit::encode<lowbit::float8_e4m3fn>(1.0625 + 0x1p-30).bits(), 0x39u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stochastic rounding: with random word r, the magnitude rounds up iff
+// floor(fraction * 2^32) + r >= 2^32, fraction = the discarded part in ulps.
+
+TEST(Stochastic, QuarterUlpThreshold) {
+  using T = lowbit::float8_e4m3fn;
+  const float x = 1.03125f;  // 1 + 0.25 ulp (ulp at 1 is 0.125): floor(0.25 * 2^32) = 0x40000000
+  EXPECT_EQ(lowbit::encode<T>(x, overflow::saturate, rounding::stochastic, 0xBFFFFFFFu).bits(), 0x38u);
+  EXPECT_EQ(lowbit::encode<T>(x, overflow::saturate, rounding::stochastic, 0xC0000000u).bits(), 0x39u);
+  EXPECT_EQ(lowbit::encode<T>(x, overflow::saturate, rounding::stochastic, 0u).bits(), 0x38u);
+  EXPECT_EQ(lowbit::encode<T>(x, overflow::saturate, rounding::stochastic, 0xFFFFFFFFu).bits(), 0x39u);
+  // The sign does not matter: the magnitude is what rounds.
+  EXPECT_EQ(lowbit::encode<T>(-x, overflow::saturate, rounding::stochastic, 0xBFFFFFFFu).bits(), 0xB8u);
+  EXPECT_EQ(lowbit::encode<T>(-x, overflow::saturate, rounding::stochastic, 0xC0000000u).bits(), 0xB9u);
+  // A representable value never moves.
+  EXPECT_EQ(lowbit::encode<T>(1.0f, overflow::saturate, rounding::stochastic, 0xFFFFFFFFu).bits(), 0x38u);
+  EXPECT_EQ(lowbit::encode<T>(448.0f, overflow::non_saturate, rounding::stochastic, 0xFFFFFFFFu).bits(), 0x7Eu);
+}
+
+// splitmix64: a fixed, well-mixed sequence of random words.
+std::uint32_t hashed_word(std::uint64_t i) {
+  std::uint64_t z = i * 0x9E3779B97F4A7C15ull + 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return static_cast<std::uint32_t>(z >> 32);
+}
+
+TEST(Stochastic, UpProbabilityIsTheDiscardedFraction) {
+  using T = lowbit::float8_e4m3fn;
+  const int n = 100000;
+  int up = 0;
+  for (int i = 0; i < n; ++i) {
+    const unsigned c = lowbit::encode<T>(1.03125f, overflow::saturate, rounding::stochastic, hashed_word(i)).bits();
+    ASSERT_TRUE(c == 0x38u || c == 0x39u) << "random word " << i << " gave code " << c;
+    up += c == 0x39u;
+  }
+  const double p = static_cast<double>(up) / n;
+  EXPECT_NEAR(p, 0.25, 0.01);
+  // The bulk path takes one word per element and agrees with the scalar one.
+  std::vector<float> src(1000, 1.03125f);
+  std::vector<std::uint32_t> words(src.size());
+  for (std::size_t i = 0; i < words.size(); ++i) words[i] = hashed_word(i);
+  std::vector<T> dst(src.size());
+  lowbit::convert(src.data(), dst.data(), src.size(), overflow::saturate, rounding::stochastic, words.data());
+  for (std::size_t i = 0; i < src.size(); ++i)
+    EXPECT_EQ(dst[i].bits(), lowbit::encode<T>(src[i], overflow::saturate, rounding::stochastic, words[i]).bits());
+}
+
+// ---------------------------------------------------------------------------------------------
+// The two extra nearest modes on every E2M1 tie (codes: 0 0.5 1 1.5 2 3 4 6 = 0x0..0x7).
+
+TEST(NearestModes, E2M1TiesAwayFromZero) {
+  using T = lowbit::float4_e2m1fn;
+  const auto away = [](float x) { return lowbit::encode<T>(x, overflow::saturate, rounding::nearest_away).bits(); };
+  EXPECT_EQ(away(0.25f), 0x1u);  // 0.5
+  EXPECT_EQ(away(0.75f), 0x2u);  // 1
+  EXPECT_EQ(away(1.25f), 0x3u);  // 1.5
+  EXPECT_EQ(away(1.75f), 0x4u);  // 2
+  EXPECT_EQ(away(2.5f), 0x5u);   // 3
+  EXPECT_EQ(away(3.5f), 0x6u);   // 4
+  EXPECT_EQ(away(5.0f), 0x7u);   // 6
+  EXPECT_EQ(away(-0.25f), 0x9u);
+  EXPECT_EQ(away(-5.0f), 0xFu);
+  // Not a tie: still nearest.
+  EXPECT_EQ(away(0.24f), 0x0u);
+  EXPECT_EQ(away(4.9f), 0x6u);
+}
+
+TEST(NearestModes, E2M1TiesTowardZero) {
+  using T = lowbit::float4_e2m1fn;
+  const auto tz = [](float x) { return lowbit::encode<T>(x, overflow::saturate, rounding::nearest_toward_zero).bits(); };
+  EXPECT_EQ(tz(0.25f), 0x0u);  // 0
+  EXPECT_EQ(tz(0.75f), 0x1u);  // 0.5
+  EXPECT_EQ(tz(1.25f), 0x2u);  // 1
+  EXPECT_EQ(tz(1.75f), 0x3u);  // 1.5
+  EXPECT_EQ(tz(2.5f), 0x4u);   // 2
+  EXPECT_EQ(tz(3.5f), 0x5u);   // 3
+  EXPECT_EQ(tz(5.0f), 0x6u);   // 4
+  EXPECT_EQ(tz(-0.25f), 0x8u);
+  EXPECT_EQ(tz(-5.0f), 0xEu);
+  // Not a tie: still nearest.
+  EXPECT_EQ(tz(0.26f), 0x1u);
+  EXPECT_EQ(tz(5.1f), 0x7u);
+}
+
+}  // namespace
