@@ -1,0 +1,581 @@
+// lowbit: OCP Microscaling (MX v1.0) block formats: MXFP8 (E4M3, E5M2), MXFP6 (E2M3, E3M2),
+// MXFP4 (E2M1) and MXINT8. Every block of k elements (k = 32 unless configured) shares one E8M0
+// scale X = 2^s; element i stores P_i and decodes as X * P_i.
+//
+//   scale   (e8m0_rule::floor, the spec's rule, OCP MX v1.0 section 6.3)
+//           s = floor(log2(amax)) - emax_elem, clamped to [-127, 127] (codes 0x00..0xFE)
+//   element P_i = element format of (v_i / X), rounded (nearest-even by default) and saturated
+//           to +-element max
+//
+// Special cases (the spec's, with the choices it leaves open stated):
+//  - A block holding a NaN or an Inf gets the NaN scale 0xFF and every element code 0; it decodes
+//    to NaN in every position (the spec: a NaN scale makes the whole block NaN). The call still
+//    succeeds unless mx_options::non_finite_is_error is set.
+//  - An all-zero block (amax = 0) gets scale 0x00 (2^-127) and element codes of +-0; it decodes
+//    to zeros with the input's signs (MXINT8: +0).
+//  - Scales outside [2^-127, 2^127] are clamped to 0x00 / 0xFE; elements then round or saturate.
+//
+// Storage ("planar", the layout of torchao MXTensor, ModelOpt and compressed-tensors): two
+// arrays, elements and scales. A row of n elements takes packed_bytes(n, bits) element bytes
+// (core/packing.hpp: FP8/INT8 one byte each; FP6 four codes in three bytes, first code in the
+// lowest bits; FP4 two per byte, first in the low nibble) and n / k scale bytes. A matrix
+// [rows, cols] is stored as rows of that, blocks running along cols (`in`). ggml's interleaved
+// block_mxfp4 is available through mxfp4_to_ggml / mxfp4_from_ggml. docs/block-formats.md draws
+// both and compares every producer's choices.
+//
+// The per-block functions (mx_block_scale, mx_quantize_block, mx_dequantize_block) define the
+// results; the bulk functions only loop over blocks, and a SIMD kernel replacing the loop must be
+// bit-identical to them.
+#ifndef LOWBIT_SCHEMES_MX_HPP
+#define LOWBIT_SCHEMES_MX_HPP
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "../core/bits.hpp"
+#include "../core/packing.hpp"
+#include "../core/rounding.hpp"
+#include "../core/status.hpp"
+#include "../formats/types.hpp"
+
+namespace lowbit {
+
+// How the shared E8M0 exponent is chosen from the block's largest magnitude amax.
+//  floor : s = floor(log2(amax)) - emax_elem. The OCP MX v1.0 rule (section 6.3), microxcaling,
+//          torchao ScaleCalculationMode.FLOOR, compressed-tensors, ggml. The block max lands in
+//          [2^emax, 2^(emax+1)), which can exceed the element max (6 for FP4, 448 for E4M3):
+//          such values saturate.
+//  ceil  : s = ceil(log2(amax / elem_max)), the smallest power of two with amax / X <= elem_max,
+//          so nothing saturates. torchao RCEIL and NVIDIA's cvt.rp.satfinite.ue8m0x2.f32 applied
+//          to amax / elem_max (bit-identical: that fp32 quotient never rounds onto or across a
+//          power of two), ModelOpt MXFP4 (ceil(log2(amax / 6))).
+//  even  : torchao ScaleCalculationMode.EVEN: amax is first rounded to the element's mantissa
+//          width (ties away from zero, carrying into the exponent), then the floor rule applies.
+enum class e8m0_rule : std::uint8_t { floor, ceil, even };
+
+// The six concrete formats of OCP MX v1.0 (Table 1), for run-time dispatch.
+enum class mx_format : std::uint8_t { mxfp8_e4m3, mxfp8_e5m2, mxfp6_e2m3, mxfp6_e3m2, mxfp4_e2m1, mxint8 };
+
+inline constexpr std::size_t mx_default_block_size = 32;
+
+// The E8M0 code of a NaN scale.
+inline constexpr std::uint8_t mx_nan_scale = 0xFF;
+
+struct mx_options {
+  std::size_t block_size = mx_default_block_size;
+  e8m0_rule scale_rule = e8m0_rule::floor;
+  // Any mode but rounding::stochastic: nearest_even (the spec, torchao, ModelOpt), nearest_away
+  // (microxcaling's default "nearest"), nearest_toward_zero (ggml's first-best table search).
+  rounding element_rounding = rounding::nearest_even;
+  // When set, a block holding NaN or Inf is still written as the NaN block but the call returns
+  // errc::non_finite_input (after converting every block).
+  bool non_finite_is_error = false;
+};
+
+// Named producer settings; each differs from the spec default only where stated.
+namespace mx_presets {
+// OCP MX v1.0 as written: floor, ties to even. Also torchao FLOOR and compressed-tensors.
+constexpr mx_options ocp(std::size_t block_size = mx_default_block_size) noexcept {
+  mx_options o;
+  o.block_size = block_size;
+  return o;
+}
+// microsoft/microxcaling, round="nearest": floor, ties away from zero.
+constexpr mx_options microxcaling(std::size_t block_size = mx_default_block_size) noexcept {
+  mx_options o;
+  o.block_size = block_size;
+  o.element_rounding = rounding::nearest_away;
+  return o;
+}
+// ggml quantize_row_mxfp4_ref: floor, ties to the smaller magnitude (for scales in range; ggml
+// does not clamp an amax below 2^-125).
+constexpr mx_options ggml() noexcept {
+  mx_options o;
+  o.element_rounding = rounding::nearest_toward_zero;
+  return o;
+}
+// torchao RCEIL (= Blackwell cvt.rp E8M0) and ModelOpt MXFP4: ceil, ties to even.
+constexpr mx_options rceil(std::size_t block_size = mx_default_block_size) noexcept {
+  mx_options o;
+  o.block_size = block_size;
+  o.scale_rule = e8m0_rule::ceil;
+  return o;
+}
+}  // namespace mx_presets
+
+namespace detail {
+
+// MXINT8 elements as data for the generic codec: sign-magnitude, one exponent bit, bias 1 and
+// subnormals give exactly the magnitudes k/64, k = 0..127, evenly spaced: the spec's 1.6
+// fixed point (OCP MX v1.0 section 5.3.3, implicit scale 2^-6) restricted to the symmetric range
+// microxcaling uses. Rounding and saturation of MXINT8 elements therefore go through the same
+// codec as the float elements.
+struct mxint8_magnitude_spec : format_spec<1, 6, 1, special_values::finite> {
+  static constexpr const char* name = "mxint8_element";
+};
+using mxint8_magnitude = minifloat<mxint8_magnitude_spec>;
+
+// The float32 exponent range with M mantissa bits plus one exponent bit more, so that any float
+// scaled by 2^-emax stays normal: used to round amax to the element's mantissa width (even rule).
+template <int M>
+struct mx_amax_rounding_spec : format_spec<9, M, 255, special_values::ieee> {
+  static constexpr const char* name = "mx_amax_rounding";
+};
+
+// 2^k as a double, exact for -1022 <= k <= 1023.
+LOWBIT_HD LOWBIT_CONSTEXPR_BITCAST double mx_pow2(int k) noexcept {
+  return bit_cast<double>(static_cast<std::uint64_t>(k + 1023) << 52);
+}
+
+template <class T>
+struct mx_minifloat_element {
+  using element = T;
+  static constexpr int element_bits = T::format::bits;
+  // Exponent of the largest normal: the spec's emax_elem, read from the format's spec.
+  static constexpr int emax = T::format::max_exponent;
+  static constexpr int mantissa_bits = T::format::mantissa_bits;
+
+  static LOWBIT_CONSTEXPR_BITCAST std::uint8_t encode_element(double scaled, const policy& p) noexcept {
+    return static_cast<std::uint8_t>(encode<T>(scaled, p).bits());
+  }
+  static LOWBIT_CONSTEXPR_BITCAST float decode_element(std::uint8_t code) noexcept {
+    return static_cast<float>(T::from_bits(code));
+  }
+};
+
+}  // namespace detail
+
+// ---------------------------------------------------------------------------------------------
+// The formats. Each tag names the element type, its width in bits, emax_elem (the exponent of
+// the element's largest normal, which the floor rule subtracts) and the element max.
+
+struct mxfp8_e4m3 : detail::mx_minifloat_element<float8_e4m3fn> {
+  static constexpr mx_format id = mx_format::mxfp8_e4m3;
+  static constexpr float element_max = 448.0f;  // 1.75 * 2^8
+  static constexpr const char* name = "mxfp8_e4m3";
+};
+struct mxfp8_e5m2 : detail::mx_minifloat_element<float8_e5m2> {
+  static constexpr mx_format id = mx_format::mxfp8_e5m2;
+  static constexpr float element_max = 57344.0f;  // 1.75 * 2^15
+  static constexpr const char* name = "mxfp8_e5m2";
+};
+struct mxfp6_e2m3 : detail::mx_minifloat_element<float6_e2m3fn> {
+  static constexpr mx_format id = mx_format::mxfp6_e2m3;
+  static constexpr float element_max = 7.5f;  // 1.875 * 2^2
+  static constexpr const char* name = "mxfp6_e2m3";
+};
+struct mxfp6_e3m2 : detail::mx_minifloat_element<float6_e3m2fn> {
+  static constexpr mx_format id = mx_format::mxfp6_e3m2;
+  static constexpr float element_max = 28.0f;  // 1.75 * 2^4
+  static constexpr const char* name = "mxfp6_e3m2";
+};
+struct mxfp4_e2m1 : detail::mx_minifloat_element<float4_e2m1fn> {
+  static constexpr mx_format id = mx_format::mxfp4_e2m1;
+  static constexpr float element_max = 6.0f;  // 1.5 * 2^2
+  static constexpr const char* name = "mxfp4_e2m1";
+};
+using mxfp4 = mxfp4_e2m1;
+
+// MXINT8: each element byte is a two's complement integer q read as q / 64 (the spec's 1.6
+// fixed point). emax_elem = 0: the floor rule puts the block max in [1, 2). Quantization
+// saturates to +-127 (+-1.984375), as microxcaling does; the code -128 (-2.0) is never written
+// but decodes. Zero has one code, so MXINT8 does not keep the sign of zero.
+struct mxint8 {
+  using element = std::int8_t;
+  static constexpr mx_format id = mx_format::mxint8;
+  static constexpr int element_bits = 8;
+  static constexpr int emax = 0;
+  static constexpr int mantissa_bits = 6;
+  static constexpr float element_max = 127.0f / 64.0f;
+  static constexpr const char* name = "mxint8";
+
+  static LOWBIT_CONSTEXPR_BITCAST std::uint8_t encode_element(double scaled, const policy& p) noexcept {
+    const unsigned c = encode<detail::mxint8_magnitude>(scaled, p).bits();
+    const unsigned k = c & 0x7Fu;
+    return static_cast<std::uint8_t>((c & 0x80u) != 0 ? (256u - k) & 0xFFu : k);
+  }
+  static constexpr float decode_element(std::uint8_t code) noexcept {
+    return static_cast<float>(code < 128 ? static_cast<int>(code) : static_cast<int>(code) - 256) / 64.0f;
+  }
+};
+
+static_assert(mxfp8_e4m3::emax == 8 && mxfp8_e5m2::emax == 15 && mxfp6_e2m3::emax == 2 && mxfp6_e3m2::emax == 4 &&
+                  mxfp4_e2m1::emax == 2 && mxint8::emax == 0,
+              "emax_elem as tabulated in OCP MX v1.0 Table 1");
+
+template <class T>
+struct is_mx_format : std::false_type {};
+template <>
+struct is_mx_format<mxfp8_e4m3> : std::true_type {};
+template <>
+struct is_mx_format<mxfp8_e5m2> : std::true_type {};
+template <>
+struct is_mx_format<mxfp6_e2m3> : std::true_type {};
+template <>
+struct is_mx_format<mxfp6_e3m2> : std::true_type {};
+template <>
+struct is_mx_format<mxfp4_e2m1> : std::true_type {};
+template <>
+struct is_mx_format<mxint8> : std::true_type {};
+
+// ---------------------------------------------------------------------------------------------
+// Byte accounting. With the default block of 32: MXFP4 4 + 8/32 = 4.25 bits per element,
+// MXFP6 6.25, MXFP8 and MXINT8 8.25.
+
+template <class Fmt>
+constexpr std::size_t mx_element_bytes(std::size_t n) noexcept {
+  return packed_bytes(n, Fmt::element_bits);
+}
+constexpr std::size_t mx_scale_bytes(std::size_t n, std::size_t block_size = mx_default_block_size) noexcept {
+  return block_size == 0 ? 0 : n / block_size;
+}
+template <class Fmt>
+constexpr std::size_t mx_storage_bytes(std::size_t n, std::size_t block_size = mx_default_block_size) noexcept {
+  return mx_element_bytes<Fmt>(n) + mx_scale_bytes(n, block_size);
+}
+template <class Fmt>
+constexpr double mx_bits_per_element(std::size_t block_size = mx_default_block_size) noexcept {
+  return static_cast<double>(Fmt::element_bits) + 8.0 / static_cast<double>(block_size);
+}
+
+// Whether a block size is usable for Fmt: nonzero, and each block starts on a byte boundary
+// (FP4: even; FP6: a multiple of 4).
+template <class Fmt>
+constexpr bool mx_valid_block_size(std::size_t block_size) noexcept {
+  return block_size != 0 && (block_size * static_cast<std::size_t>(Fmt::element_bits)) % 8 == 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The per-block reference.
+
+// The E8M0 code of the shared scale for a block whose largest magnitude is amax (finite, >= 0;
+// NaN or Inf give mx_nan_scale). amax = 0 gives 0x00. Every rule goes through the E8M0 codec:
+// the quotients below are exact in double or, for the ceil rule, never cross a power of two.
+template <class Fmt>
+inline std::uint8_t mx_block_scale(float amax, e8m0_rule rule = e8m0_rule::floor) noexcept {
+  static_assert(is_mx_format<Fmt>::value, "Fmt must be one of the MX format tags");
+  if (!(std::fabs(amax) <= std::numeric_limits<float>::max())) return mx_nan_scale;
+  const double a = std::fabs(static_cast<double>(amax));
+  policy down;
+  down.rm = rounding::toward_zero;  // floor(log2), saturating to 0xFE; below 2^-127 gives 0x00
+  switch (rule) {
+    case e8m0_rule::floor: break;
+    case e8m0_rule::ceil: {
+      policy up;
+      up.rm = rounding::toward_pos_inf;
+      return encode<float8_e8m0fnu>(a / static_cast<double>(Fmt::element_max), up).bits();
+    }
+    case e8m0_rule::even: {
+      // Rounding the mantissa commutes with the exact scaling by 2^-emax below.
+      using wide = minifloat<detail::mx_amax_rounding_spec<Fmt::mantissa_bits>>;
+      const wide r = encode<wide>(a * detail::mx_pow2(-Fmt::emax), overflow::saturate, rounding::nearest_away);
+      return encode<float8_e8m0fnu>(r, down).bits();
+    }
+  }
+  return encode<float8_e8m0fnu>(a * detail::mx_pow2(-Fmt::emax), down).bits();
+}
+
+namespace detail {
+
+inline float mx_to_float(float x) noexcept { return x; }
+inline float mx_to_float(bfloat16 x) noexcept { return static_cast<float>(x); }
+
+inline void mx_store(float& dst, float x) noexcept { dst = x; }
+// Nearest-even; the float is exact, so this is the only rounding.
+inline void mx_store(bfloat16& dst, float x) noexcept { dst = encode<bfloat16>(x); }
+
+struct block_amax_result {
+  float amax = 0.0f;
+  bool finite = true;
+};
+
+// Largest magnitude of n values, and whether all of them are finite.
+template <class Src>
+inline block_amax_result block_amax(const Src* x, std::size_t n) noexcept {
+  block_amax_result r;
+  for (std::size_t i = 0; i < n; ++i) {
+    const float a = std::fabs(mx_to_float(x[i]));
+    if (!(a <= std::numeric_limits<float>::max())) {
+      r.finite = false;
+    } else if (a > r.amax) {
+      r.amax = a;
+    }
+  }
+  return r;
+}
+
+// Packs m codes of `bits` bits (m a multiple of 8 / gcd(8, bits)).
+inline void mx_pack(int bits, const std::uint8_t* codes, std::uint8_t* out, std::size_t m) noexcept {
+  if (bits == 4) {
+    pack_nibbles(codes, out, m);
+  } else if (bits == 6) {
+    pack_sextets(codes, out, m);
+  } else {
+    for (std::size_t j = 0; j < m; ++j) out[j] = codes[j];
+  }
+}
+inline void mx_unpack(int bits, const std::uint8_t* in, std::uint8_t* codes, std::size_t m) noexcept {
+  if (bits == 4) {
+    unpack_nibbles(in, codes, m);
+  } else if (bits == 6) {
+    unpack_sextets(in, codes, m);
+  } else {
+    for (std::size_t j = 0; j < m; ++j) codes[j] = in[j];
+  }
+}
+
+// Codes are produced and consumed this many at a time: a multiple of every packing group.
+inline constexpr std::size_t mx_chunk = 8;
+
+}  // namespace detail
+
+// Quantizes one block of block_size values (float or bfloat16), writing
+// mx_element_bytes<Fmt>(block_size) packed element bytes to `elements`; returns the E8M0 scale
+// code. block_size must satisfy mx_valid_block_size<Fmt> and rounding must not be stochastic
+// (the bulk functions check both). Elements are Fmt's encoding of v * 2^-s under `element_rounding`
+// with overflow::saturate; the product is formed exactly (in double), so there is one rounding.
+template <class Fmt, class Src>
+inline std::uint8_t mx_quantize_block(const Src* x, std::size_t block_size, std::uint8_t* elements,
+                                      e8m0_rule rule = e8m0_rule::floor,
+                                      rounding element_rounding = rounding::nearest_even) noexcept {
+  static_assert(is_mx_format<Fmt>::value, "Fmt must be one of the MX format tags");
+  const std::size_t bytes = mx_element_bytes<Fmt>(block_size);
+  const detail::block_amax_result a = detail::block_amax(x, block_size);
+  if (!a.finite) {
+    for (std::size_t j = 0; j < bytes; ++j) elements[j] = 0;
+    return mx_nan_scale;
+  }
+  const std::uint8_t scale = mx_block_scale<Fmt>(a.amax, rule);
+  // 1 / X = 2^(127 - code), exact in double for every code 0x00..0xFE.
+  const double inv_scale = detail::mx_pow2(127 - static_cast<int>(scale));
+  policy p;
+  p.rm = element_rounding;
+  p.ov = overflow::saturate;
+  std::uint8_t codes[detail::mx_chunk];
+  for (std::size_t i = 0; i < block_size; i += detail::mx_chunk) {
+    const std::size_t m = block_size - i < detail::mx_chunk ? block_size - i : detail::mx_chunk;
+    for (std::size_t j = 0; j < m; ++j)
+      codes[j] = Fmt::encode_element(static_cast<double>(detail::mx_to_float(x[i + j])) * inv_scale, p);
+    detail::mx_pack(Fmt::element_bits, codes, elements + i * static_cast<std::size_t>(Fmt::element_bits) / 8, m);
+  }
+  return scale;
+}
+
+template <class Fmt, class Src>
+inline std::uint8_t mx_quantize_block(const Src* x, std::uint8_t* elements, const mx_options& o) noexcept {
+  return mx_quantize_block<Fmt>(x, o.block_size, elements, o.scale_rule, o.element_rounding);
+}
+
+// Decodes one block: out[i] = element_i * 2^(scale - 127), computed in float (exact for every
+// code the quantizer writes; a value beyond FLT_MAX, which only hand-made input can hold,
+// becomes +-Inf). Scale 0xFF gives NaN everywhere. Dst is float or bfloat16 (rounded once, to
+// nearest even). Results in the float subnormal range assume no flush-to-zero.
+template <class Fmt, class Dst>
+inline void mx_dequantize_block(const std::uint8_t* elements, std::uint8_t scale, std::size_t block_size,
+                                Dst* out) noexcept {
+  static_assert(is_mx_format<Fmt>::value, "Fmt must be one of the MX format tags");
+  if (scale == mx_nan_scale) {
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    for (std::size_t i = 0; i < block_size; ++i) detail::mx_store(out[i], nan);
+    return;
+  }
+  const float x = static_cast<float>(float8_e8m0fnu::from_bits(scale));
+  std::uint8_t codes[detail::mx_chunk];
+  for (std::size_t i = 0; i < block_size; i += detail::mx_chunk) {
+    const std::size_t m = block_size - i < detail::mx_chunk ? block_size - i : detail::mx_chunk;
+    detail::mx_unpack(Fmt::element_bits, elements + i * static_cast<std::size_t>(Fmt::element_bits) / 8, codes, m);
+    for (std::size_t j = 0; j < m; ++j) detail::mx_store(out[i + j], Fmt::decode_element(codes[j]) * x);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bulk conversion: flat arrays and row-major matrices. Outputs are written only when the
+// arguments are valid. Errors, checked in this order:
+//   bad_argument      a null pointer with n > 0, rounding::stochastic, rows * cols overflows
+//   bad_block_size    block size 0, not byte-aligned for the format (mx_valid_block_size), or
+//                     n (flat) / cols (matrix) not a multiple of it
+//   non_finite_input  only with non_finite_is_error, after every block is written
+
+namespace detail {
+
+// n values in rows of row_length (row_length = n for a flat array).
+template <class Fmt>
+constexpr status mx_check(std::size_t n, std::size_t row_length, std::size_t block_size, bool pointers_ok) noexcept {
+  if (n != 0 && !pointers_ok) return errc::bad_argument;
+  if (!mx_valid_block_size<Fmt>(block_size) || n % block_size != 0 || row_length % block_size != 0)
+    return errc::bad_block_size;
+  return errc::ok;
+}
+
+// rows * cols, or false when it overflows.
+constexpr bool mx_matrix_size(std::size_t rows, std::size_t cols, std::size_t& n) noexcept {
+  if (cols != 0 && rows > std::numeric_limits<std::size_t>::max() / cols) return false;
+  n = rows * cols;
+  return true;
+}
+
+template <class Fmt, class Src>
+inline status mx_quantize_impl(const Src* src, std::size_t n, std::size_t row_length, std::uint8_t* elements,
+                               std::uint8_t* scales, const mx_options& o) noexcept {
+  static_assert(std::is_same<Src, float>::value || std::is_same<Src, bfloat16>::value, "float or bfloat16 input");
+  if (o.element_rounding == rounding::stochastic) return errc::bad_argument;
+  const status st =
+      mx_check<Fmt>(n, row_length, o.block_size, src != nullptr && elements != nullptr && scales != nullptr);
+  if (!st) return st;
+  const std::size_t block_bytes = mx_element_bytes<Fmt>(o.block_size);
+  bool non_finite = false;
+  for (std::size_t b = 0; b < n / o.block_size; ++b) {
+    scales[b] = mx_quantize_block<Fmt>(src + b * o.block_size, o.block_size, elements + b * block_bytes,
+                                       o.scale_rule, o.element_rounding);
+    non_finite = non_finite || scales[b] == mx_nan_scale;
+  }
+  if (non_finite && o.non_finite_is_error) return errc::non_finite_input;
+  return errc::ok;
+}
+
+template <class Fmt, class Dst>
+inline status mx_dequantize_impl(const std::uint8_t* elements, const std::uint8_t* scales, std::size_t n,
+                                 std::size_t row_length, Dst* dst, std::size_t block_size) noexcept {
+  static_assert(std::is_same<Dst, float>::value || std::is_same<Dst, bfloat16>::value, "float or bfloat16 output");
+  const status st =
+      mx_check<Fmt>(n, row_length, block_size, elements != nullptr && scales != nullptr && dst != nullptr);
+  if (!st) return st;
+  const std::size_t block_bytes = mx_element_bytes<Fmt>(block_size);
+  for (std::size_t b = 0; b < n / block_size; ++b)
+    mx_dequantize_block<Fmt>(elements + b * block_bytes, scales[b], block_size, dst + b * block_size);
+  return errc::ok;
+}
+
+}  // namespace detail
+
+// Quantizes n values into mx_element_bytes<Fmt>(n) element bytes and n / block_size scales.
+template <class Fmt>
+[[nodiscard]] inline status mx_quantize(const float* src, std::size_t n, std::uint8_t* elements, std::uint8_t* scales,
+                                        const mx_options& o = {}) noexcept {
+  return detail::mx_quantize_impl<Fmt>(src, n, n, elements, scales, o);
+}
+template <class Fmt>
+[[nodiscard]] inline status mx_quantize(const bfloat16* src, std::size_t n, std::uint8_t* elements,
+                                        std::uint8_t* scales, const mx_options& o = {}) noexcept {
+  return detail::mx_quantize_impl<Fmt>(src, n, n, elements, scales, o);
+}
+
+template <class Fmt>
+[[nodiscard]] inline status mx_dequantize(const std::uint8_t* elements, const std::uint8_t* scales, std::size_t n,
+                                          float* dst, std::size_t block_size = mx_default_block_size) noexcept {
+  return detail::mx_dequantize_impl<Fmt>(elements, scales, n, n, dst, block_size);
+}
+template <class Fmt>
+[[nodiscard]] inline status mx_dequantize(const std::uint8_t* elements, const std::uint8_t* scales, std::size_t n,
+                                          bfloat16* dst, std::size_t block_size = mx_default_block_size) noexcept {
+  return detail::mx_dequantize_impl<Fmt>(elements, scales, n, n, dst, block_size);
+}
+
+// A row-major matrix [rows, cols] (weights as checkpoints store them: [out, in]) blocked along
+// cols: row r's elements start at byte r * mx_element_bytes<Fmt>(cols), its scales at
+// r * (cols / block_size). cols must be a multiple of the block size.
+template <class Fmt, class Src>
+[[nodiscard]] inline status mx_quantize_matrix(const Src* src, std::size_t rows, std::size_t cols,
+                                               std::uint8_t* elements, std::uint8_t* scales,
+                                               const mx_options& o = {}) noexcept {
+  std::size_t n = 0;
+  if (!detail::mx_matrix_size(rows, cols, n)) return errc::bad_argument;
+  return detail::mx_quantize_impl<Fmt>(src, n, cols, elements, scales, o);
+}
+
+template <class Fmt, class Dst>
+[[nodiscard]] inline status mx_dequantize_matrix(const std::uint8_t* elements, const std::uint8_t* scales,
+                                                 std::size_t rows, std::size_t cols, Dst* dst,
+                                                 std::size_t block_size = mx_default_block_size) noexcept {
+  std::size_t n = 0;
+  if (!detail::mx_matrix_size(rows, cols, n)) return errc::bad_argument;
+  return detail::mx_dequantize_impl<Fmt>(elements, scales, n, cols, dst, block_size);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Run-time format selection: the same functions, dispatched on mx_format.
+
+namespace detail {
+template <class Visitor>
+inline auto mx_visit(mx_format f, Visitor&& v) noexcept -> decltype(v(mxfp4_e2m1{})) {
+  switch (f) {
+    case mx_format::mxfp8_e4m3: return v(mxfp8_e4m3{});
+    case mx_format::mxfp8_e5m2: return v(mxfp8_e5m2{});
+    case mx_format::mxfp6_e2m3: return v(mxfp6_e2m3{});
+    case mx_format::mxfp6_e3m2: return v(mxfp6_e3m2{});
+    case mx_format::mxfp4_e2m1: return v(mxfp4_e2m1{});
+    case mx_format::mxint8: return v(mxint8{});
+  }
+  return v(mxfp4_e2m1{});
+}
+}  // namespace detail
+
+constexpr int mx_element_bits(mx_format f) noexcept {
+  return f == mx_format::mxfp6_e2m3 || f == mx_format::mxfp6_e3m2 ? 6 : f == mx_format::mxfp4_e2m1 ? 4 : 8;
+}
+
+template <class Src>
+[[nodiscard]] inline status mx_quantize(mx_format f, const Src* src, std::size_t n, std::uint8_t* elements,
+                                        std::uint8_t* scales, const mx_options& o = {}) noexcept {
+  return detail::mx_visit(f, [&](auto tag) { return mx_quantize<decltype(tag)>(src, n, elements, scales, o); });
+}
+template <class Dst>
+[[nodiscard]] inline status mx_dequantize(mx_format f, const std::uint8_t* elements, const std::uint8_t* scales,
+                                          std::size_t n, Dst* dst,
+                                          std::size_t block_size = mx_default_block_size) noexcept {
+  return detail::mx_visit(f,
+                          [&](auto tag) { return mx_dequantize<decltype(tag)>(elements, scales, n, dst, block_size); });
+}
+
+// ---------------------------------------------------------------------------------------------
+// ggml interop: block_mxfp4 (ggml-common.h), 32 elements in 17 bytes, the scale first.
+// Element j of the block sits in qs[j] low nibble for j < 16 and in qs[j - 16] high nibble
+// otherwise ("split halves"); lowbit's planar rows keep elements 2i, 2i+1 in byte i. The 4-bit
+// codes are the same E2M1 codes (ggml's kvalues_mxfp4 table is E2M1 times 2, read with half the
+// scale), and e is the same E8M0 code. ggml has no NaN scale: it reads 0xFF as 2^128.
+
+struct ggml_block_mxfp4 {
+  std::uint8_t e;
+  std::uint8_t qs[16];
+};
+static_assert(sizeof(ggml_block_mxfp4) == 17, "ggml block_mxfp4 is 17 bytes");
+
+// n must be a multiple of 32. Writes n / 32 blocks. Returns non_finite_input (after writing
+// everything) if a NaN scale was copied, since ggml will not read it as NaN.
+[[nodiscard]] inline status mxfp4_to_ggml(const std::uint8_t* elements, const std::uint8_t* scales, std::size_t n,
+                                          ggml_block_mxfp4* out) noexcept {
+  if (n != 0 && (elements == nullptr || scales == nullptr || out == nullptr)) return errc::bad_argument;
+  if (n % 32 != 0) return errc::bad_block_size;
+  bool nan = false;
+  for (std::size_t b = 0; b < n / 32; ++b) {
+    std::uint8_t codes[32];
+    unpack_nibbles(elements + 16 * b, codes, 32);
+    out[b].e = scales[b];
+    nan = nan || scales[b] == mx_nan_scale;
+    for (std::size_t j = 0; j < 16; ++j) out[b].qs[j] = static_cast<std::uint8_t>(codes[j] | codes[j + 16] << 4);
+  }
+  return nan ? errc::non_finite_input : errc::ok;
+}
+
+[[nodiscard]] inline status mxfp4_from_ggml(const ggml_block_mxfp4* in, std::size_t n, std::uint8_t* elements,
+                                            std::uint8_t* scales) noexcept {
+  if (n != 0 && (elements == nullptr || scales == nullptr || in == nullptr)) return errc::bad_argument;
+  if (n % 32 != 0) return errc::bad_block_size;
+  for (std::size_t b = 0; b < n / 32; ++b) {
+    std::uint8_t codes[32];
+    for (std::size_t j = 0; j < 16; ++j) {
+      codes[j] = static_cast<std::uint8_t>(in[b].qs[j] & 0x0Fu);
+      codes[j + 16] = static_cast<std::uint8_t>(in[b].qs[j] >> 4);
+    }
+    scales[b] = in[b].e;
+    pack_nibbles(codes, elements + 16 * b, 32);
+  }
+  return errc::ok;
+}
+
+}  // namespace lowbit
+
+#endif  // LOWBIT_SCHEMES_MX_HPP
