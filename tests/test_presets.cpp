@@ -21,8 +21,13 @@
 #include <cstdint>
 #include <cstdio>
 #include <limits>
+#include <cstring>
 #include <string>
 #include <vector>
+
+#if defined(__SSE2__)
+#include <xmmintrin.h>
+#endif
 
 namespace {
 
@@ -240,6 +245,29 @@ TEST(E2M1, CudaRoundZero) {
 TEST(E2M1, MlDtypes) { check_fp4_column(&fp4_row::ml, presets::ml_dtypes()); }
 TEST(E2M1, MlDtypesSaturating) { check_fp4_column(&fp4_row::ml, presets::ml_dtypes(overflow::saturate)); }
 
+// FP6 has no measured vectors in the research; NVIDIA's rule is documented in cuda_fp6.h:
+// "NaN input values result in positive MAXNORM", "Large out-of-range values saturate to MAXNORM
+// of the same sign". ml_dtypes's MX types return the -0 pattern for quiet_NaN() and then apply
+// the NaN's sign (research 1.1, mxfloat.h), the same rule as its FP4 above.
+TEST(E2M3_E3M2, CudaNanGivesPositiveMax) {
+  for (const policy& p : {presets::cuda_satfinite(), presets::cuda_nosat(), presets::cuda_satfinite(rounding::toward_zero)}) {
+    EXPECT_EQ(hex(code_of<lowbit::float6_e2m3fn>(nan_with_sign(1.0f), p)), "0x1F");  // +7.5
+    EXPECT_EQ(hex(code_of<lowbit::float6_e2m3fn>(nan_with_sign(-1.0f), p)), "0x1F");
+    EXPECT_EQ(hex(code_of<lowbit::float6_e3m2fn>(nan_with_sign(1.0f), p)), "0x1F");  // +28
+    EXPECT_EQ(hex(code_of<lowbit::float6_e3m2fn>(nan_with_sign(-1.0f), p)), "0x1F");
+    EXPECT_EQ(hex(code_of<lowbit::float6_e2m3fn>(-1e6f, p)), "0x3F");
+    EXPECT_EQ(hex(code_of<lowbit::float6_e3m2fn>(1e6f, p)), "0x1F");
+  }
+}
+TEST(E2M3_E3M2, MlDtypesNanGivesFlippedZero) {
+  for (const policy& p : {presets::ml_dtypes(), presets::ml_dtypes(overflow::saturate)}) {
+    EXPECT_EQ(hex(code_of<lowbit::float6_e2m3fn>(nan_with_sign(1.0f), p)), "0x20");  // -0
+    EXPECT_EQ(hex(code_of<lowbit::float6_e2m3fn>(nan_with_sign(-1.0f), p)), "0x00");  // +0
+    EXPECT_EQ(hex(code_of<lowbit::float6_e3m2fn>(nan_with_sign(1.0f), p)), "0x20");
+    EXPECT_EQ(hex(code_of<lowbit::float6_e3m2fn>(nan_with_sign(-1.0f), p)), "0x00");
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // 3.4 E8M0 (2^(e-127); 0x00 = 2^-127, 0xFE = 2^127, 0xFF = NaN). CUDA offers cudaRoundZero and
 // cudaRoundPosInf only (its RNE asserts), so the CUDA columns are the NVIDIA presets with
@@ -401,6 +429,92 @@ TEST(Semantics, InfUnderSaturateGivesMax) {
   EXPECT_EQ(lowbit::encode<lowbit::float8_e4m3fn>(-inf, overflow::non_saturate).bits(), 0xFFu);
   EXPECT_EQ(lowbit::encode<lowbit::float8_e4m3fnuz>(-inf, overflow::non_saturate).bits(), 0x80u);
   EXPECT_EQ(lowbit::encode<lowbit::float6_e3m2fn>(-inf, overflow::non_saturate).bits(), 0x3Fu);
+}
+
+// The overflow boundary is the rounding boundary: halfway between max and the next power-of-two
+// step beyond it. Where max has an odd significand (every format but E4M3FN, whose would-be
+// 1.111 * 2^8 is the NaN) the halfway value itself rounds to even, i.e. beyond max.
+TEST(Semantics, OverflowBoundaryOfEveryFormat) {
+  struct row {
+    const char* what;
+    unsigned (*enc)(float, overflow);
+    float boundary;  // the smallest input that overflows under nearest_even
+    const char* below_bits;  // nextafter(boundary, 0): max
+    const char* sat_bits;    // boundary, saturate
+    const char* nosat_bits;  // boundary, non_saturate
+  };
+  const auto e4m3fn = [](float x, overflow ov) { return unsigned{lowbit::encode<lowbit::float8_e4m3fn>(x, ov).bits()}; };
+  const auto e5m2 = [](float x, overflow ov) { return unsigned{lowbit::encode<lowbit::float8_e5m2>(x, ov).bits()}; };
+  const auto e4m3fnuz = [](float x, overflow ov) { return unsigned{lowbit::encode<lowbit::float8_e4m3fnuz>(x, ov).bits()}; };
+  const auto e5m2fnuz = [](float x, overflow ov) { return unsigned{lowbit::encode<lowbit::float8_e5m2fnuz>(x, ov).bits()}; };
+  const auto e2m3 = [](float x, overflow ov) { return unsigned{lowbit::encode<lowbit::float6_e2m3fn>(x, ov).bits()}; };
+  const auto e3m2 = [](float x, overflow ov) { return unsigned{lowbit::encode<lowbit::float6_e3m2fn>(x, ov).bits()}; };
+  const auto e2m1 = [](float x, overflow ov) { return unsigned{lowbit::encode<lowbit::float4_e2m1fn>(x, ov).bits()}; };
+  const auto e8m0 = [](float x, overflow ov) { return unsigned{lowbit::encode<lowbit::float8_e8m0fnu>(x, ov).bits()}; };
+  const row rows[] = {
+      {"e4m3fn (464 itself ties down to 448)", e4m3fn, std::nextafter(464.0f, inf), "0x7E", "0x7E", "0x7F"},
+      {"e5m2", e5m2, 61440.0f, "0x7B", "0x7B", "0x7C"},
+      {"e4m3fnuz", e4m3fnuz, 248.0f, "0x7F", "0x7F", "0x80"},
+      {"e5m2fnuz", e5m2fnuz, 61440.0f, "0x7F", "0x7F", "0x80"},
+      {"e2m3fn", e2m3, 7.75f, "0x1F", "0x1F", "0x1F"},
+      {"e3m2fn", e3m2, 30.0f, "0x1F", "0x1F", "0x1F"},
+      {"e2m1fn", e2m1, 7.0f, "0x07", "0x07", "0x07"},
+      {"e8m0fnu", e8m0, 0x3p126f, "0xFE", "0xFE", "0xFF"},
+  };
+  for (const row& r : rows) {
+    EXPECT_EQ(hex(r.enc(std::nextafter(r.boundary, 0.0f), overflow::non_saturate)), r.below_bits) << r.what;
+    EXPECT_EQ(hex(r.enc(r.boundary, overflow::saturate)), r.sat_bits) << r.what;
+    EXPECT_EQ(hex(r.enc(r.boundary, overflow::non_saturate)), r.nosat_bits) << r.what;
+  }
+  // Negative side: the sign is kept, except by the FNUZ NaN.
+  EXPECT_EQ(e4m3fn(-470.0f, overflow::non_saturate), 0xFFu);
+  EXPECT_EQ(e4m3fnuz(-248.0f, overflow::saturate), 0xFFu);
+  EXPECT_EQ(e4m3fnuz(-248.0f, overflow::non_saturate), 0x80u);
+  EXPECT_EQ(e5m2fnuz(-61440.0f, overflow::non_saturate), 0x80u);
+  EXPECT_EQ(e2m3(-7.75f, overflow::non_saturate), 0x3Fu);
+}
+
+// Directed rounding toward the format's range never produces Inf or NaN from a finite value
+// (IEEE 754 section 7.4): toward_zero gives max in either overflow mode, toward_pos_inf does for
+// negative values.
+TEST(Semantics, DirectedRoundingAndOverflow) {
+  using T = lowbit::float8_e4m3fn;
+  EXPECT_EQ(lowbit::encode<T>(1.03125f, overflow::saturate, rounding::toward_pos_inf).bits(), 0x39u);
+  EXPECT_EQ(lowbit::encode<T>(-1.03125f, overflow::saturate, rounding::toward_pos_inf).bits(), 0xB8u);
+  EXPECT_EQ(lowbit::encode<T>(-1.09375f, overflow::saturate, rounding::toward_zero).bits(), 0xB8u);
+  EXPECT_EQ(lowbit::encode<T>(1000.0f, overflow::non_saturate, rounding::toward_zero).bits(), 0x7Eu);
+  EXPECT_EQ(lowbit::encode<T>(-1000.0f, overflow::non_saturate, rounding::toward_zero).bits(), 0xFEu);
+  EXPECT_EQ(lowbit::encode<T>(1000.0f, overflow::non_saturate, rounding::toward_pos_inf).bits(), 0x7Fu);
+  EXPECT_EQ(lowbit::encode<T>(-1000.0f, overflow::non_saturate, rounding::toward_pos_inf).bits(), 0xFEu);
+  using E = lowbit::float8_e5m2;
+  EXPECT_EQ(lowbit::encode<E>(1e6f, overflow::non_saturate, rounding::toward_zero).bits(), 0x7Bu);
+  EXPECT_EQ(lowbit::encode<E>(1e6f, overflow::non_saturate, rounding::toward_pos_inf).bits(), 0x7Cu);
+  EXPECT_EQ(lowbit::encode<E>(inf, overflow::non_saturate, rounding::toward_zero).bits(), 0x7Cu);  // Inf is exact
+}
+
+// The codec reads and writes bit patterns with integer arithmetic only, so flush-to-zero and
+// denormals-are-zero (set by many inference processes for speed) change nothing.
+TEST(Semantics, IndependentOfFtzAndDaz) {
+#if defined(__SSE2__)
+  volatile float bf16_in = 0x1p-130f;  // a float subnormal; bfloat16 0x0008
+  volatile float e8m0_in = 0x3p-128f;  // 1.5 * 2^-127, a float subnormal; E8M0 0x01 (ties up)
+  const unsigned saved = _mm_getcsr();
+  _mm_setcsr(saved | 0x8040u);  // FTZ (bit 15) and DAZ (bit 6)
+  const unsigned bf16 = lowbit::encode<lowbit::bfloat16>(static_cast<float>(bf16_in)).bits();
+  const unsigned e8m0 = lowbit::encode<lowbit::float8_e8m0fnu>(static_cast<float>(e8m0_in)).bits();
+  const float e8m0_min = lowbit::decode(lowbit::float8_e8m0fnu::from_bits(0x00));
+  const float bf16_min = lowbit::decode(lowbit::bfloat16::from_bits(0x0001));
+  _mm_setcsr(saved);
+  std::uint32_t e8m0_min_bits = 0, bf16_min_bits = 0;
+  std::memcpy(&e8m0_min_bits, &e8m0_min, sizeof e8m0_min_bits);
+  std::memcpy(&bf16_min_bits, &bf16_min, sizeof bf16_min_bits);
+  EXPECT_EQ(bf16, 0x0008u);
+  EXPECT_EQ(e8m0, 0x01u);
+  EXPECT_EQ(e8m0_min_bits, 0x00400000u);  // 2^-127
+  EXPECT_EQ(bf16_min_bits, 0x00010000u);  // 2^-133
+#else
+  GTEST_SKIP() << "needs x86 MXCSR to set FTZ/DAZ";
+#endif
 }
 
 TEST(Semantics, NegativeZeroKeptWhereTheFormatHasIt) {
