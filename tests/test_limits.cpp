@@ -620,6 +620,21 @@ TEST(Stream, PrintsTheValueAsAFloat) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Decoding is exact; a NaN code decodes to a float NaN with the code's sign (as ml_dtypes and
+// c10 do; CUDA's host fp8 -> half canonicalises every NaN to +0x7FFF).
+
+TEST(Decode, NanKeepsTheCodesSign) {
+  EXPECT_TRUE(std::isnan(lowbit::decode(lowbit::float8_e4m3fn::from_bits(0x7F))));
+  EXPECT_FALSE(std::signbit(lowbit::decode(lowbit::float8_e4m3fn::from_bits(0x7F))));
+  EXPECT_TRUE(std::isnan(lowbit::decode(lowbit::float8_e4m3fn::from_bits(0xFF))));
+  EXPECT_TRUE(std::signbit(lowbit::decode(lowbit::float8_e4m3fn::from_bits(0xFF))));
+  EXPECT_TRUE(std::signbit(lowbit::decode(lowbit::float8_e5m2::from_bits(0xFD))));
+  EXPECT_FALSE(std::signbit(lowbit::decode(lowbit::float8_e5m2::from_bits(0x7E))));
+  EXPECT_TRUE(std::isnan(lowbit::decode(lowbit::float8_e4m3fnuz::from_bits(0x80))));
+  EXPECT_FALSE(std::signbit(lowbit::decode(lowbit::float8_e8m0fnu::from_bits(0xFF))));
+}
+
+// ---------------------------------------------------------------------------------------------
 // Construction from numbers: round to nearest even, saturate (lowbit's default policy).
 
 TEST(Construction, FromFloatIntAndDouble) {

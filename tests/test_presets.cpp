@@ -330,6 +330,26 @@ TEST(E8M0, CudaRoundPosInfSatfinite) {
               unsigned{rows[i].rp_s})
         << rows[i].what;
 }
+// lowbit's default rounding, nearest_even, is not one of CUDA's E8M0 modes; with NVIDIA's
+// special-value rules it takes |x| like RZ/RP and rounds like ml_dtypes and c10.
+TEST(E8M0, DefaultNearestTakesTheMagnitude) {
+  using T = lowbit::float8_e8m0fnu;
+  const auto enc = [](float x, overflow ov) { return hex(lowbit::encode<T>(x, ov).bits()); };
+  for (overflow ov : {overflow::saturate, overflow::non_saturate}) {
+    EXPECT_EQ(enc(0.0f, ov), "0x00");
+    EXPECT_EQ(enc(-0.0f, ov), "0x00");
+    EXPECT_EQ(enc(-1.0f, ov), "0x7F");
+    EXPECT_EQ(enc(1.5f, ov), "0x80");   // the linear midpoint rounds up
+    EXPECT_EQ(enc(0.75f, ov), "0x7F");
+    EXPECT_EQ(enc(0x1p-128f, ov), "0x00");
+    EXPECT_EQ(enc(0x1p-149f, ov), "0x00");
+    EXPECT_EQ(enc(nan_with_sign(-1.0f), ov), "0xFF");
+  }
+  EXPECT_EQ(enc(0x3p126f, overflow::saturate), "0xFE");
+  EXPECT_EQ(enc(0x3p126f, overflow::non_saturate), "0xFF");
+  EXPECT_EQ(enc(inf, overflow::saturate), "0xFE");
+  EXPECT_EQ(enc(inf, overflow::non_saturate), "0xFF");
+}
 TEST(E8M0, MlDtypes) { check_e8m0_column(&e8m0_row::ml, presets::ml_dtypes()); }
 TEST(E8M0, MlDtypesSaturating) { check_e8m0_column(&e8m0_row::ml_sat, presets::ml_dtypes(overflow::saturate)); }
 TEST(E8M0, PyTorchC10) { check_e8m0_column(&e8m0_row::c10, presets::pytorch()); }
@@ -428,6 +448,14 @@ TEST(Semantics, InfUnderSaturateGivesMax) {
   EXPECT_EQ(lowbit::encode<lowbit::float8_e5m2>(inf, overflow::non_saturate).bits(), 0x7Cu);
   EXPECT_EQ(lowbit::encode<lowbit::float8_e4m3fn>(-inf, overflow::non_saturate).bits(), 0xFFu);
   EXPECT_EQ(lowbit::encode<lowbit::float8_e4m3fnuz>(-inf, overflow::non_saturate).bits(), 0x80u);
+  EXPECT_EQ(lowbit::encode<lowbit::float8_e4m3fnuz>(inf, overflow::non_saturate).bits(), 0x80u);
+  EXPECT_EQ(lowbit::encode<lowbit::float8_e5m2fnuz>(inf, overflow::non_saturate).bits(), 0x80u);
+  EXPECT_EQ(lowbit::encode<lowbit::float8_e5m2fnuz>(-inf, overflow::non_saturate).bits(), 0x80u);
+  EXPECT_EQ(lowbit::encode<lowbit::float6_e2m3fn>(inf, overflow::non_saturate).bits(), 0x1Fu);
+  EXPECT_EQ(lowbit::encode<lowbit::float6_e2m3fn>(-inf, overflow::non_saturate).bits(), 0x3Fu);
+  EXPECT_EQ(lowbit::encode<lowbit::float6_e3m2fn>(inf, overflow::non_saturate).bits(), 0x1Fu);
+  EXPECT_EQ(lowbit::encode<lowbit::float4_e2m1fn>(-inf, overflow::non_saturate).bits(), 0xFu);
+  EXPECT_EQ(lowbit::encode<lowbit::float8_e8m0fnu>(-inf, overflow::non_saturate).bits(), 0xFFu);
   EXPECT_EQ(lowbit::encode<lowbit::float6_e3m2fn>(-inf, overflow::non_saturate).bits(), 0x3Fu);
 }
 
