@@ -339,6 +339,7 @@ TEST(E8M0, DefaultNearestTakesTheMagnitude) {
     EXPECT_EQ(enc(0.0f, ov), "0x00");
     EXPECT_EQ(enc(-0.0f, ov), "0x00");
     EXPECT_EQ(enc(-1.0f, ov), "0x7F");
+    EXPECT_EQ(enc(-0.5f, ov), "0x7E");
     EXPECT_EQ(enc(1.5f, ov), "0x80");   // the linear midpoint rounds up
     EXPECT_EQ(enc(0.75f, ov), "0x7F");
     EXPECT_EQ(enc(0x1p-128f, ov), "0x00");
@@ -552,6 +553,8 @@ TEST(Semantics, NegativeZeroKeptWhereTheFormatHasIt) {
   EXPECT_EQ(lowbit::encode<lowbit::float6_e3m2fn>(-0.0f).bits(), 0x20u);
   EXPECT_EQ(lowbit::encode<lowbit::float4_e2m1fn>(-0.0f).bits(), 0x8u);
   EXPECT_EQ(lowbit::encode<lowbit::float8_e4m3fn>(-0.0).bits(), 0x80u);  // double
+  EXPECT_EQ(lowbit::encode<lowbit::float16>(-0.0f).bits(), 0x8000u);
+  EXPECT_EQ(lowbit::encode<lowbit::bfloat16>(-0.0f).bits(), 0x8000u);
   // Underflow keeps the sign too.
   EXPECT_EQ(lowbit::encode<lowbit::float8_e4m3fn>(-1e-30f).bits(), 0x80u);
   EXPECT_EQ(lowbit::encode<lowbit::float8_e5m2>(-1e-30f).bits(), 0x80u);
@@ -625,6 +628,9 @@ TEST(Stochastic, UpProbabilityIsTheDiscardedFraction) {
   lowbit::convert(src.data(), dst.data(), src.size(), overflow::saturate, rounding::stochastic, words.data());
   for (std::size_t i = 0; i < src.size(); ++i)
     EXPECT_EQ(dst[i].bits(), lowbit::encode<T>(src[i], overflow::saturate, rounding::stochastic, words[i]).bits());
+  // Without random words every element gets r = 0, which rounds toward zero.
+  lowbit::convert(src.data(), dst.data(), src.size(), overflow::saturate, rounding::stochastic);
+  for (std::size_t i = 0; i < src.size(); ++i) EXPECT_EQ(dst[i].bits(), 0x38u);
 }
 
 // ---------------------------------------------------------------------------------------------
