@@ -54,6 +54,8 @@ namespace lowbit {
 //          power of two), ModelOpt MXFP4 (ceil(log2(amax / 6))).
 //  even  : torchao ScaleCalculationMode.EVEN: amax is first rounded to the element's mantissa
 //          width (ties away from zero, carrying into the exponent), then the floor rule applies.
+//          (Ties to even would give the same scales: the only tie that changes the exponent is
+//          against an all-ones mantissa, which is odd.)
 enum class e8m0_rule : std::uint8_t { floor, ceil, even };
 
 // The six concrete formats of OCP MX v1.0 (Table 1), for run-time dispatch.
@@ -70,6 +72,9 @@ struct mx_options {
   // Any mode but rounding::stochastic: nearest_even (the spec, torchao, ModelOpt), nearest_away
   // (microxcaling's default "nearest"), nearest_toward_zero (ggml's first-best table search).
   rounding element_rounding = rounding::nearest_even;
+  // false: an element that rounds to zero is written as +0 even when the input is negative
+  // (ggml's table search finds +0 first). true keeps the sign, as the codec does.
+  bool signed_zero = true;
   // When set, a block holding NaN or Inf is still written as the NaN block but the call returns
   // errc::non_finite_input (after converting every block).
   bool non_finite_is_error = false;
@@ -90,11 +95,13 @@ constexpr mx_options microxcaling(std::size_t block_size = mx_default_block_size
   o.element_rounding = rounding::nearest_away;
   return o;
 }
-// ggml quantize_row_mxfp4_ref: floor, ties to the smaller magnitude (for scales in range; ggml
-// does not clamp an amax below 2^-125).
+// ggml quantize_row_mxfp4_ref: floor, ties to the smaller magnitude, no -0 (for scales in range:
+// ggml does not clamp an amax below 2^-125, and takes floor(log2f(amax)) in float, which is one
+// too high for an amax just below a large power of two).
 constexpr mx_options ggml() noexcept {
   mx_options o;
   o.element_rounding = rounding::nearest_toward_zero;
+  o.signed_zero = false;
   return o;
 }
 // torchao RCEIL (= Blackwell cvt.rp E8M0) and ModelOpt MXFP4: ceil, ties to even.
@@ -137,6 +144,7 @@ struct mx_minifloat_element {
   // Exponent of the largest normal: the spec's emax_elem, read from the format's spec.
   static constexpr int emax = T::format::max_exponent;
   static constexpr int mantissa_bits = T::format::mantissa_bits;
+  static constexpr unsigned negative_zero_code = T::format::sign_mask;
 
   static LOWBIT_CONSTEXPR_BITCAST std::uint8_t encode_element(double scaled, const policy& p) noexcept {
     return static_cast<std::uint8_t>(encode<T>(scaled, p).bits());
@@ -189,6 +197,7 @@ struct mxint8 {
   static constexpr int element_bits = 8;
   static constexpr int emax = 0;
   static constexpr int mantissa_bits = 6;
+  static constexpr unsigned negative_zero_code = 0x100;  // none: zero has one code
   static constexpr float element_max = 127.0f / 64.0f;
   static constexpr const char* name = "mxint8";
 
@@ -332,41 +341,39 @@ inline constexpr std::size_t mx_chunk = 8;
 
 }  // namespace detail
 
-// Quantizes one block of block_size values (float or bfloat16), writing
-// mx_element_bytes<Fmt>(block_size) packed element bytes to `elements`; returns the E8M0 scale
-// code. block_size must satisfy mx_valid_block_size<Fmt> and rounding must not be stochastic
-// (the bulk functions check both). Elements are Fmt's encoding of v * 2^-s under `element_rounding`
-// with overflow::saturate; the product is formed exactly (in double), so there is one rounding.
+// Quantizes one block of o.block_size values (float or bfloat16), writing
+// mx_element_bytes<Fmt>(o.block_size) packed element bytes to `elements`; returns the E8M0 scale
+// code. o.block_size must satisfy mx_valid_block_size<Fmt> and o.element_rounding must not be
+// stochastic (the bulk functions check both). Element i is Fmt's encoding of v_i * 2^-s under
+// o.element_rounding with overflow::saturate; the product is formed exactly (in double), so
+// there is one rounding. (With a nearest mode the float product gives the same codes: it is
+// exact unless it falls below 2^-126, where every element format rounds to zero anyway.)
 template <class Fmt, class Src>
-inline std::uint8_t mx_quantize_block(const Src* x, std::size_t block_size, std::uint8_t* elements,
-                                      e8m0_rule rule = e8m0_rule::floor,
-                                      rounding element_rounding = rounding::nearest_even) noexcept {
+inline std::uint8_t mx_quantize_block(const Src* x, std::uint8_t* elements, const mx_options& o = {}) noexcept {
   static_assert(is_mx_format<Fmt>::value, "Fmt must be one of the MX format tags");
+  const std::size_t block_size = o.block_size;
   const std::size_t bytes = mx_element_bytes<Fmt>(block_size);
   const detail::block_amax_result a = detail::block_amax(x, block_size);
   if (!a.finite) {
     for (std::size_t j = 0; j < bytes; ++j) elements[j] = 0;
     return mx_nan_scale;
   }
-  const std::uint8_t scale = mx_block_scale<Fmt>(a.amax, rule);
+  const std::uint8_t scale = mx_block_scale<Fmt>(a.amax, o.scale_rule);
   // 1 / X = 2^(127 - code), exact in double for every code 0x00..0xFE.
   const double inv_scale = detail::mx_pow2(127 - static_cast<int>(scale));
   policy p;
-  p.rm = element_rounding;
+  p.rm = o.element_rounding;
   p.ov = overflow::saturate;
   std::uint8_t codes[detail::mx_chunk];
   for (std::size_t i = 0; i < block_size; i += detail::mx_chunk) {
     const std::size_t m = block_size - i < detail::mx_chunk ? block_size - i : detail::mx_chunk;
-    for (std::size_t j = 0; j < m; ++j)
-      codes[j] = Fmt::encode_element(static_cast<double>(detail::mx_to_float(x[i + j])) * inv_scale, p);
+    for (std::size_t j = 0; j < m; ++j) {
+      const std::uint8_t c = Fmt::encode_element(static_cast<double>(detail::mx_to_float(x[i + j])) * inv_scale, p);
+      codes[j] = !o.signed_zero && c == Fmt::negative_zero_code ? std::uint8_t{0} : c;
+    }
     detail::mx_pack(Fmt::element_bits, codes, elements + i * static_cast<std::size_t>(Fmt::element_bits) / 8, m);
   }
   return scale;
-}
-
-template <class Fmt, class Src>
-inline std::uint8_t mx_quantize_block(const Src* x, std::uint8_t* elements, const mx_options& o) noexcept {
-  return mx_quantize_block<Fmt>(x, o.block_size, elements, o.scale_rule, o.element_rounding);
 }
 
 // Decodes one block: out[i] = element_i * 2^(scale - 127), computed in float (exact for every
@@ -428,8 +435,7 @@ inline status mx_quantize_impl(const Src* src, std::size_t n, std::size_t row_le
   const std::size_t block_bytes = mx_element_bytes<Fmt>(o.block_size);
   bool non_finite = false;
   for (std::size_t b = 0; b < n / o.block_size; ++b) {
-    scales[b] = mx_quantize_block<Fmt>(src + b * o.block_size, o.block_size, elements + b * block_bytes,
-                                       o.scale_rule, o.element_rounding);
+    scales[b] = mx_quantize_block<Fmt>(src + b * o.block_size, elements + b * block_bytes, o);
     non_finite = non_finite || scales[b] == mx_nan_scale;
   }
   if (non_finite && o.non_finite_is_error) return errc::non_finite_input;
