@@ -7,6 +7,7 @@
 #define LOWBIT_FORMATS_CODEC_HPP
 
 #include <cstdint>
+#include <type_traits>
 
 #include "../core/bits.hpp"
 #include "../core/rounding.hpp"
@@ -34,6 +35,7 @@ LOWBIT_HD constexpr unpacked unpack_bits(std::uint32_t code) noexcept {
   const std::uint32_t mag = code & F::magnitude_mask;
   if (F::has_nan && code == (F::specials == special_values::fnuz ? F::nan_bits : (code & F::sign_mask) | F::nan_bits)) {
     u.kind = value_kind::nan;
+    u.negative = u.negative && F::specials != special_values::fnuz;  // FNUZ's NaN 0x80 has no sign
     return u;
   }
   if (F::specials == special_values::ieee && mag > F::max_bits) {
@@ -97,6 +99,35 @@ LOWBIT_HD LOWBIT_CONSTEXPR_BITCAST unpacked unpack(double x) noexcept {
     u.exp = static_cast<int>(field) - 1075;
   }
   return u;
+}
+
+// Integers are exact: |x| < 2^64 is a 64-bit significand.
+template <class I, std::enable_if_t<std::is_integral<I>::value && !std::is_same<I, bool>::value, int> = 0>
+LOWBIT_HD constexpr unpacked unpack(I x) noexcept {
+  unpacked u;
+  if (x == 0) return u;
+  u.negative = x < 0;
+  const auto ux = static_cast<std::uint64_t>(x);  // two's complement: negate as unsigned, no overflow
+  u.kind = value_kind::finite;
+  u.sig = u.negative ? (~ux + 1u) : ux;
+  return u;
+}
+
+// long double (x87 80-bit, binary128, or plain double) goes through double with round-to-odd:
+// truncate, then set the last bit if anything was lost. Double keeps at least two more bits than
+// any lowbit format, so the final rounding is the one a direct conversion would make
+// (Boldo and Melquiond, "Emulation of FMA and correctly rounded sums: proved algorithms using
+// rounding to odd", IEEE TC 2008). Out-of-range values become +-DBL_MAX or +-2^-1074, still odd.
+// Host only: device code has no long double.
+inline unpacked unpack(long double x) noexcept {
+  const double t = static_cast<double>(x);
+  const long double back = t;
+  if (t != t || back == x) return unpack(t);  // NaN or exact
+  std::uint64_t b = bit_cast<std::uint64_t>(t);
+  if (t == 0) b = x < 0 ? 0x8000000000000000ull : 0u;  // underflow: +-0, made odd below
+  const bool rounded_away = x < 0 ? back < x : back > x;
+  if (rounded_away) --b;  // one step toward zero; Inf becomes DBL_MAX
+  return unpack(bit_cast<double>(b | 1u));
 }
 
 // Builds the float holding an unpacked value. Exact for every lowbit format (all of them fit in

@@ -28,9 +28,10 @@ class minifloat {
   }
   LOWBIT_HD constexpr storage_type bits() const noexcept { return bits_; }
 
-  template <class T, std::enable_if_t<std::is_arithmetic<T>::value, int> = 0>
+  // From any arithmetic type, exactly rounded (integers and long double included).
+  template <class T, std::enable_if_t<std::is_arithmetic<T>::value && !std::is_same<T, bool>::value, int> = 0>
   LOWBIT_HD explicit LOWBIT_CONSTEXPR_BITCAST minifloat(T x) noexcept
-      : bits_(static_cast<storage_type>(detail::encode_bits<F>(unpack_number(x), policy{}))) {}
+      : bits_(static_cast<storage_type>(detail::encode_bits<F>(detail::unpack(x), policy{}))) {}
 
   LOWBIT_HD explicit LOWBIT_CONSTEXPR_BITCAST operator float() const noexcept {
     return detail::pack_float(detail::unpack_bits<F>(bits_));
@@ -72,16 +73,6 @@ class minifloat {
   friend LOWBIT_HD constexpr bool operator>=(minifloat a, minifloat b) noexcept { return b <= a; }
 
  private:
-  template <class T>
-  LOWBIT_HD static LOWBIT_CONSTEXPR_BITCAST detail::unpacked unpack_number(T x) noexcept {
-    if constexpr (std::is_same<T, float>::value) {
-      return detail::unpack(x);
-    } else {
-      // Integers up to 2^53 and long double go through double; see encode() for exactness.
-      return detail::unpack(static_cast<double>(x));
-    }
-  }
-
   // Signed magnitude as an integer: same order as the values, both zeros map to 0.
   LOWBIT_HD constexpr std::int32_t order_key() const noexcept {
     const auto mag = static_cast<std::int32_t>(bits_ & F::magnitude_mask);
@@ -104,12 +95,12 @@ LOWBIT_HD constexpr unpacked unpack(minifloat<F> v) noexcept {
 
 template <class From>
 struct is_encode_source
-    : std::integral_constant<bool, std::is_same<From, float>::value || std::is_same<From, double>::value ||
+    : std::integral_constant<bool, (std::is_arithmetic<From>::value && !std::is_same<From, bool>::value) ||
                                        is_minifloat<From>::value> {};
 }  // namespace detail
 
-// Rounds x into T under policy p. From is float, double, or another lowbit type (float16,
-// bfloat16, ...): the input is decoded exactly, so there is no double rounding.
+// Rounds x into T under policy p. From is float, double, long double, an integer, or another lowbit
+// type (float16, bfloat16, ...): the input is decoded exactly, so there is no double rounding.
 // random_bits is used only by rounding::stochastic.
 template <class T, class From, std::enable_if_t<is_minifloat<T>::value && detail::is_encode_source<From>::value, int> = 0>
 LOWBIT_HD LOWBIT_CONSTEXPR_BITCAST T encode(From x, const policy& p, std::uint32_t random_bits = 0) noexcept {
