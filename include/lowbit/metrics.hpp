@@ -1,0 +1,190 @@
+// lowbit: how much a quantization loses. MSE, SQNR, max error, relative Frobenius error and cosine
+// similarity of a test vector (dequantized values) against a reference, accumulated in double.
+//
+//   mse                      sum (r - t)^2 / n
+//   sqnr_db                  10 log10( sum r^2 / sum (r - t)^2 )   (+inf when t == r)
+//   max_abs_error            max |r - t|
+//   relative_frobenius_error sqrt( sum (r - t)^2 / sum r^2 )       (0 when t == r)
+//   cosine_similarity        sum r t / sqrt( sum r^2 * sum t^2 )
+//
+// Every metric is one pass of error_sums_ref, the reduction a SIMD kernel replaces: lane k
+// (k = 0..7) accumulates the elements i with i % 8 == k in index order, then the lanes combine as
+// s_k = lane_k + lane_{k+4} (k < 4) and total = (s_0 + s_2) + (s_1 + s_3), which is what two
+// 4-wide double accumulators and the usual horizontal sum give. Differences are taken in double
+// ((double)r - (double)t). A build that contracts a*b + c into FMA may change the last bits of
+// the error sums; compare metrics with a relative tolerance, not bit for bit.
+//
+// Errors (result<double>, never NaN): an empty input -> empty_input; inputs of different lengths
+// -> size_mismatch; a null pointer -> bad_argument; NaN or Inf in either input -> non_finite_input
+// (detected from the sums: squares of finite floats cannot overflow a double sum).
+// Degenerate cases: identical inputs give sqnr_db = +inf and relative error 0 even when both are
+// all zeros; a zero reference with a nonzero test gives sqnr_db = -inf and relative error +inf;
+// cosine similarity is 1 when both vectors are zero and 0 when only one is.
+#ifndef LOWBIT_METRICS_HPP
+#define LOWBIT_METRICS_HPP
+
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <utility>
+
+#include "core/status.hpp"
+
+namespace lowbit {
+
+// The sums every metric is made of.
+struct error_sums {
+  std::size_t n = 0;
+  double ref_sq = 0.0;   // sum r^2
+  double test_sq = 0.0;  // sum t^2
+  double err_sq = 0.0;   // sum (r - t)^2
+  double dot = 0.0;      // sum r t
+  double max_abs = 0.0;  // max |r - t|
+};
+
+// The reference reduction (see the file comment for its exact order). Adds the sums of
+// ref[0..n) and test[0..n) into acc; NaN/Inf make the sums non-finite.
+inline void error_sums_ref(const float* ref, const float* test, std::size_t n, error_sums& acc) noexcept {
+  double rr[8] = {};
+  double tt[8] = {};
+  double ee[8] = {};
+  double rt[8] = {};
+  double mx = 0.0;
+  bool nan_seen = false;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t k = i % 8;
+    const double r = ref[i];
+    const double t = test[i];
+    const double e = r - t;
+    rr[k] += r * r;
+    tt[k] += t * t;
+    ee[k] += e * e;
+    rt[k] += r * t;
+    const double a = std::fabs(e);
+    nan_seen = nan_seen || a != a;
+    mx = a > mx ? a : mx;
+  }
+  auto combine = [](const double* l) {
+    const double s0 = l[0] + l[4];
+    const double s1 = l[1] + l[5];
+    const double s2 = l[2] + l[6];
+    const double s3 = l[3] + l[7];
+    return (s0 + s2) + (s1 + s3);
+  };
+  acc.n += n;
+  acc.ref_sq += combine(rr);
+  acc.test_sq += combine(tt);
+  acc.err_sq += combine(ee);
+  acc.dot += combine(rt);
+  if (nan_seen) mx = std::numeric_limits<double>::quiet_NaN();
+  acc.max_abs = (mx > acc.max_abs || mx != mx) ? mx : acc.max_abs;
+}
+
+// Validated sums of ref[0..n_ref) against test[0..n_test).
+[[nodiscard]] inline result<error_sums> error_statistics(const float* ref, std::size_t n_ref, const float* test,
+                                                         std::size_t n_test) noexcept {
+  result<error_sums> r;
+  if (n_ref == 0 || n_test == 0) {
+    r.status = errc::empty_input;
+  } else if (n_ref != n_test) {
+    r.status = errc::size_mismatch;
+  } else if (ref == nullptr || test == nullptr) {
+    r.status = errc::bad_argument;
+  } else {
+    error_sums_ref(ref, test, n_ref, r.value);
+    const error_sums& s = r.value;
+    if (!std::isfinite(s.ref_sq) || !std::isfinite(s.test_sq) || !std::isfinite(s.err_sq) ||
+        !std::isfinite(s.dot) || !std::isfinite(s.max_abs))
+      r.status = errc::non_finite_input;
+  }
+  return r;
+}
+
+// Metrics from sums (already validated).
+inline double mse(const error_sums& s) noexcept { return s.n == 0 ? 0.0 : s.err_sq / static_cast<double>(s.n); }
+
+inline double sqnr_db(const error_sums& s) noexcept {
+  if (s.err_sq == 0.0) return std::numeric_limits<double>::infinity();
+  if (s.ref_sq == 0.0) return -std::numeric_limits<double>::infinity();
+  return 10.0 * std::log10(s.ref_sq / s.err_sq);
+}
+
+inline double relative_frobenius_error(const error_sums& s) noexcept {
+  if (s.err_sq == 0.0) return 0.0;
+  if (s.ref_sq == 0.0) return std::numeric_limits<double>::infinity();
+  return std::sqrt(s.err_sq / s.ref_sq);
+}
+
+inline double cosine_similarity(const error_sums& s) noexcept {
+  if (s.ref_sq == 0.0 || s.test_sq == 0.0) return s.ref_sq == s.test_sq ? 1.0 : 0.0;
+  const double c = s.dot / (std::sqrt(s.ref_sq) * std::sqrt(s.test_sq));
+  return c > 1.0 ? 1.0 : c < -1.0 ? -1.0 : c;  // rounding can step just past +-1
+}
+
+namespace detail {
+template <class F>
+inline result<double> metric(const float* ref, std::size_t n_ref, const float* test, std::size_t n_test,
+                             F f) noexcept {
+  const result<error_sums> s = error_statistics(ref, n_ref, test, n_test);
+  result<double> r;
+  r.status = s.status;
+  if (s.ok()) r.value = f(s.value);
+  return r;
+}
+}  // namespace detail
+
+[[nodiscard]] inline result<double> mse(const float* ref, std::size_t n_ref, const float* test,
+                                        std::size_t n_test) noexcept {
+  return detail::metric(ref, n_ref, test, n_test, [](const error_sums& s) { return mse(s); });
+}
+
+[[nodiscard]] inline result<double> sqnr_db(const float* ref, std::size_t n_ref, const float* test,
+                                            std::size_t n_test) noexcept {
+  return detail::metric(ref, n_ref, test, n_test, [](const error_sums& s) { return sqnr_db(s); });
+}
+
+[[nodiscard]] inline result<double> max_abs_error(const float* ref, std::size_t n_ref, const float* test,
+                                                  std::size_t n_test) noexcept {
+  return detail::metric(ref, n_ref, test, n_test, [](const error_sums& s) { return s.max_abs; });
+}
+
+[[nodiscard]] inline result<double> relative_frobenius_error(const float* ref, std::size_t n_ref, const float* test,
+                                                             std::size_t n_test) noexcept {
+  return detail::metric(ref, n_ref, test, n_test, [](const error_sums& s) { return relative_frobenius_error(s); });
+}
+
+[[nodiscard]] inline result<double> cosine_similarity(const float* ref, std::size_t n_ref, const float* test,
+                                                      std::size_t n_test) noexcept {
+  return detail::metric(ref, n_ref, test, n_test, [](const error_sums& s) { return cosine_similarity(s); });
+}
+
+// Overloads for contiguous containers of float (std::vector<float>, std::array<float, N>, ...).
+template <class A, class B, class = decltype(static_cast<const float*>(std::declval<const A&>().data())),
+          class = decltype(static_cast<const float*>(std::declval<const B&>().data()))>
+[[nodiscard]] inline result<double> mse(const A& ref, const B& test) noexcept {
+  return mse(ref.data(), ref.size(), test.data(), test.size());
+}
+template <class A, class B, class = decltype(static_cast<const float*>(std::declval<const A&>().data())),
+          class = decltype(static_cast<const float*>(std::declval<const B&>().data()))>
+[[nodiscard]] inline result<double> sqnr_db(const A& ref, const B& test) noexcept {
+  return sqnr_db(ref.data(), ref.size(), test.data(), test.size());
+}
+template <class A, class B, class = decltype(static_cast<const float*>(std::declval<const A&>().data())),
+          class = decltype(static_cast<const float*>(std::declval<const B&>().data()))>
+[[nodiscard]] inline result<double> max_abs_error(const A& ref, const B& test) noexcept {
+  return max_abs_error(ref.data(), ref.size(), test.data(), test.size());
+}
+template <class A, class B, class = decltype(static_cast<const float*>(std::declval<const A&>().data())),
+          class = decltype(static_cast<const float*>(std::declval<const B&>().data()))>
+[[nodiscard]] inline result<double> relative_frobenius_error(const A& ref, const B& test) noexcept {
+  return relative_frobenius_error(ref.data(), ref.size(), test.data(), test.size());
+}
+template <class A, class B, class = decltype(static_cast<const float*>(std::declval<const A&>().data())),
+          class = decltype(static_cast<const float*>(std::declval<const B&>().data()))>
+[[nodiscard]] inline result<double> cosine_similarity(const A& ref, const B& test) noexcept {
+  return cosine_similarity(ref.data(), ref.size(), test.data(), test.size());
+}
+
+}  // namespace lowbit
+
+#endif  // LOWBIT_METRICS_HPP

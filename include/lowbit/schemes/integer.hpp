@@ -1,0 +1,815 @@
+// lowbit: integer quantization schemes, q = clamp(round(x / s) + z).
+//
+// Widths 2..8 bits; symmetric (restricted, full or signed-extreme range), affine with an integer
+// zero-point, or affine with a float offset (KIVI: x = q*s + m); one scale per tensor, per row
+// (channel of a [out, in] weight, or token of an activation matrix) or per group of G consecutive
+// elements along a row. docs/integer-schemes.md has the formulas, the tables and the diagrams.
+//
+// Codes. Every scheme produces unsigned b-bit codes u in 0..2^b-1, one per byte, and every scheme
+// dequantizes as x^ = (u - z) * s (+ m for the float offset). Symmetric schemes use the fixed
+// zero-point z = 2^(b-1), i.e. offset binary: u = q + 2^(b-1), which is what GPTQ (zero 8) and
+// ggml Q4_0 (q + 8) store; symmetric_value() gives the two's complement q.
+//
+// Determinism. x / s is one IEEE float division; the rounding of the quotient to an integer is
+// done explicitly (round_to_code below), so it does not depend on the FPU rounding mode; scales
+// are computed in double and rounded once to their storage format. Codes are always computed
+// against the stored scale, so dequantize(quantize(x)) is what an engine reading the checkpoint
+// gets. The per-group operations go through an int_kernels table; a SIMD kernel replaces them and
+// must match reference_int_kernels() bit for bit.
+//
+// Errors (never exceptions): see the table in docs/integer-schemes.md. On error the outputs are
+// unspecified (groups before the failing one may have been written).
+#ifndef LOWBIT_SCHEMES_INTEGER_HPP
+#define LOWBIT_SCHEMES_INTEGER_HPP
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include "../core/packing.hpp"
+#include "../core/rounding.hpp"
+#include "../core/status.hpp"
+#include "../formats/types.hpp"
+#include "layouts.hpp"
+
+namespace lowbit {
+
+// ---------------------------------------------------------------------------------------------
+// Parameters
+
+enum class int_scheme : std::uint8_t {
+  symmetric,      // x^ = (u - 2^(b-1)) * s; range rule from int_range
+  affine,         // x^ = (u - z) * s, integer z in 0..2^b-1 (GPTQ asym, AWQ, FBGEMM)
+  affine_offset,  // x^ = u * s + m, float offset m = min (KIVI; ggml Q4_1 and FBGEMM row-wise are alike)
+};
+
+// Symmetric range rules, with amax = max |x| over the group:
+//  restricted     s = amax / (2^(b-1) - 1), q in -(2^(b-1)-1)..2^(b-1)-1 (INT4 -7..7, INT8 -127..127):
+//                 AWQ without zero-point, QuaRot, SmoothQuant, ggml Q8_0.
+//  full           s = amax / (2^(b-1) - 1/2) = 2*amax / (2^b - 1), q in -2^(b-1)..2^(b-1)-1
+//                 (INT4 -8..7, s = amax/7.5: +amax lands on 7.5 and clamps to 7, -amax on -7.5
+//                 and rounds to -8): GPTQ, AutoGPTQ, compressed-tensors.
+//  signed_extreme s = m / -2^(b-1) with m the signed value of largest magnitude, so m maps exactly
+//                 to -2^(b-1) and s is negative when m is positive (ggml Q4_0). On a tie between
+//                 +a and -a, m = -a (positive scale); ggml's own writer takes the first in memory.
+enum class int_range : std::uint8_t { restricted, full, signed_extreme };
+
+enum class granularity : std::uint8_t {
+  per_tensor,   // one scale for the whole matrix
+  per_channel,  // one per row of a [out, in] weight (output channel)
+  per_token,    // one per row of a [tokens, features] activation (the same mechanics)
+  per_group,    // one per group_size consecutive elements of a row (groups along `in`)
+};
+
+// Storage format of scales and float offsets. Codes are computed against the stored value.
+enum class scale_storage : std::uint8_t { float32, float16, bfloat16 };
+
+// How the range [lo, hi] behind a scale is chosen.
+//  minmax    the group's amax (symmetric) or min/max (affine).
+//  mse_grid  GPTQ's search (quant.py, mse=True): candidates p = 1 - i/grid for i = 0 ..
+//            floor(maxshrink*grid) - 1 (defaults: 100, 0.8 -> 80 candidates 1.00 .. 0.21); a range
+//            containing 0 shrinks to [p*lo, p*hi], one that does not shrinks about its midpoint;
+//            each candidate's codes are computed against its stored scale and scored by
+//            sum |x^ - x|^norm in double (norm 2.4 as GPTQ; norm 2 is plain MSE, computed as d*d);
+//            the smallest score wins, the earlier (larger p) on ties.
+enum class scale_search : std::uint8_t { minmax, mse_grid };
+
+struct int_params {
+  int bits = 8;                                   // 2..8
+  int_scheme scheme = int_scheme::symmetric;
+  int_range range = int_range::restricted;        // symmetric only
+  bool range_includes_zero = true;                // affine only: widen [min, max] to contain 0
+                                                  // (GPTQ, FBGEMM); false: true min/max (AWQ)
+  lowbit::granularity granularity = lowbit::granularity::per_channel;
+  std::size_t group_size = 0;                     // per_group only: must divide cols
+  rounding rm = rounding::nearest_even;           // rounding of x / s to a code
+  scale_storage scale_format = scale_storage::float32;
+  scale_search search = scale_search::minmax;
+  int search_grid = 100;                          // mse_grid only
+  float search_maxshrink = 0.8f;                  // mse_grid only, in (0, 1]
+  float search_norm = 2.4f;                       // mse_grid only, > 0
+};
+
+// Named settings of the engines lowbit reads and writes.
+namespace int_presets {
+// GPTQ / AutoGPTQ: symmetric full range (s = 2*amax/15, zero 8), groups along `in`, fp16 scales.
+inline int_params gptq(int bits = 4, std::size_t group_size = 128) noexcept {
+  int_params p;
+  p.bits = bits;
+  p.range = int_range::full;
+  p.granularity = granularity::per_group;
+  p.group_size = group_size;
+  p.scale_format = scale_storage::float16;
+  return p;
+}
+// AWQ (llm-awq / AutoAWQ default): affine with integer zero-point, true min/max, fp16 scales.
+inline int_params awq(int bits = 4, std::size_t group_size = 128) noexcept {
+  int_params p = gptq(bits, group_size);
+  p.scheme = int_scheme::affine;
+  p.range_includes_zero = false;
+  return p;
+}
+// ggml Q4_0's grid (signed extreme, 32-element groups, fp16 scales). lowbit rounds x/s to nearest
+// even against the stored scale; ggml_quantize_q4_0 in layouts.hpp is ggml's own rule.
+inline int_params ggml_q4_0() noexcept {
+  int_params p = gptq(4, 32);
+  p.range = int_range::signed_extreme;
+  return p;
+}
+// ggml Q8_0's grid (amax/127, 32-element groups, fp16 scales).
+inline int_params ggml_q8_0() noexcept {
+  int_params p = gptq(8, 32);
+  p.range = int_range::restricted;
+  return p;
+}
+// SmoothQuant W8A8 weights: INT8 symmetric -127..127 per output channel.
+inline int_params int8_per_channel(scale_storage fmt = scale_storage::float32) noexcept {
+  int_params p;
+  p.scale_format = fmt;
+  return p;
+}
+// SmoothQuant W8A8 activations: INT8 symmetric per token.
+inline int_params int8_per_token(scale_storage fmt = scale_storage::float32) noexcept {
+  int_params p = int8_per_channel(fmt);
+  p.granularity = granularity::per_token;
+  return p;
+}
+// KIVI: float offset m = min, s = (max - min)/(2^b - 1), per group (keys: per channel over a
+// group of tokens, i.e. rows = channels; values: per token), fp16 metadata.
+inline int_params kivi(int bits = 2, std::size_t group_size = 32) noexcept {
+  int_params p = gptq(bits, group_size);
+  p.scheme = int_scheme::affine_offset;
+  return p;
+}
+}  // namespace int_presets
+
+// Bytes of one stored scale.
+constexpr std::size_t scale_bytes(scale_storage f) noexcept { return f == scale_storage::float32 ? 4u : 2u; }
+
+// Largest code 2^b - 1, and the fixed zero-point 2^(b-1) of the symmetric schemes.
+constexpr int max_code(int bits) noexcept { return (1 << bits) - 1; }
+constexpr int symmetric_zero_point(int bits) noexcept { return 1 << (bits - 1); }
+// The signed integer q = u - 2^(b-1) that a symmetric code stands for (two's complement INT4/INT8).
+constexpr int symmetric_value(std::uint8_t code, int bits) noexcept { return static_cast<int>(code) - (1 << (bits - 1)); }
+
+// Whether the scheme stores one float per group besides the scale (zero-point or offset).
+constexpr bool has_zero_points(const int_params& p) noexcept { return p.scheme != int_scheme::symmetric; }
+
+// ---------------------------------------------------------------------------------------------
+// Shape and validation
+
+struct int_grouping {
+  std::size_t group_length = 0;  // elements per scale; groups are contiguous in row-major order
+  std::size_t group_count = 0;   // number of scales (and zero-points)
+};
+
+// Validates p for a [rows, cols] row-major matrix. Errors: bits outside 2..8 -> bad_bit_width;
+// rows or cols 0 -> empty_input; per_group with group_size 0 or not dividing cols ->
+// bad_group_size; rows*cols overflowing size_t, an enumerator out of range or a bad search
+// setting (grid < 1, maxshrink outside (0, 1], norm not > 0) -> bad_argument.
+[[nodiscard]] inline result<int_grouping> int_groups(const int_params& p, std::size_t rows, std::size_t cols) noexcept {
+  result<int_grouping> r;
+  if (p.bits < 2 || p.bits > 8) {
+    r.status = errc::bad_bit_width;
+    return r;
+  }
+  if (rows == 0 || cols == 0) {
+    r.status = errc::empty_input;
+    return r;
+  }
+  if (p.granularity == granularity::per_group && (p.group_size == 0 || cols % p.group_size != 0)) {
+    r.status = errc::bad_group_size;
+    return r;
+  }
+  const bool bad_enum = static_cast<unsigned>(p.scheme) > 2u || static_cast<unsigned>(p.range) > 2u ||
+                        static_cast<unsigned>(p.granularity) > 3u || static_cast<unsigned>(p.scale_format) > 2u ||
+                        static_cast<unsigned>(p.search) > 1u || static_cast<unsigned>(p.rm) > 5u;
+  const bool bad_search = p.search == scale_search::mse_grid &&
+                          (p.search_grid < 1 || !(p.search_maxshrink > 0.0f && p.search_maxshrink <= 1.0f) ||
+                           !(p.search_norm > 0.0f && p.search_norm < std::numeric_limits<float>::infinity()));
+  if (bad_enum || bad_search || rows > std::numeric_limits<std::size_t>::max() / cols) {
+    r.status = errc::bad_argument;
+    return r;
+  }
+  const std::size_t n = rows * cols;
+  switch (p.granularity) {
+    case granularity::per_tensor: r.value = {n, 1}; break;
+    case granularity::per_channel:
+    case granularity::per_token: r.value = {cols, rows}; break;
+    case granularity::per_group: r.value = {p.group_size, n / p.group_size}; break;
+  }
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rounding
+
+// Rounds y to an integer under rm and clamps it to [lo, hi] (lo <= hi, both within +-2^20).
+// Ties and directions follow lowbit::rounding on y itself; stochastic rounds the magnitude up iff
+// floor(frac * 2^32) + random_bits >= 2^32. Uses only exact float operations (floor, a Sterbenz
+// subtraction, a power-of-two product), so the result does not depend on the FPU rounding mode.
+// NaN gives lo.
+inline int round_to_code(float y, int lo, int hi, rounding rm, std::uint32_t random_bits = 0) noexcept {
+  if (!(y > static_cast<float>(lo))) return lo;  // rounding is monotone: round(y) <= lo
+  if (!(y < static_cast<float>(hi))) return hi;
+  const bool negative = y < 0.0f;
+  const float a = negative ? -y : y;  // < 2^20: floor and the fraction are exact
+  const float f = std::floor(a);
+  const float frac = a - f;
+  int n = static_cast<int>(f);
+  bool up = false;
+  switch (rm) {
+    case rounding::nearest_even: up = frac > 0.5f || (frac == 0.5f && (n & 1) != 0); break;
+    case rounding::nearest_away: up = frac >= 0.5f; break;
+    case rounding::nearest_toward_zero: up = frac > 0.5f; break;
+    case rounding::toward_zero: up = false; break;
+    case rounding::toward_pos_inf: up = !negative && frac > 0.0f; break;
+    case rounding::stochastic: {
+      const std::uint64_t frac32 = static_cast<std::uint64_t>(frac * 4294967296.0f);  // exact
+      up = frac32 + random_bits >= (std::uint64_t{1} << 32);
+      break;
+    }
+  }
+  n += up ? 1 : 0;
+  const int r = negative ? -n : n;
+  return r < lo ? lo : r > hi ? hi : r;
+}
+
+// Rounds a computed scale or offset to its storage format. A value beyond the format's range
+// (fp16 above 65504) is errc::bad_argument: the checkpoint could not hold it.
+[[nodiscard]] inline result<float> store_scale(double v, scale_storage fmt) noexcept {
+  result<float> r;
+  float s = 0.0f;
+  switch (fmt) {
+    case scale_storage::float32: s = static_cast<float>(v); break;
+    case scale_storage::float16: s = static_cast<float>(encode<float16>(v, overflow::non_saturate)); break;
+    case scale_storage::bfloat16: s = static_cast<float>(encode<bfloat16>(v, overflow::non_saturate)); break;
+  }
+  if (!std::isfinite(s)) {
+    r.status = errc::bad_argument;
+    return r;
+  }
+  r.value = s == 0.0f ? 0.0f : s;  // no -0
+  return r;
+}
+
+// Whether v is exactly representable in fmt (and finite).
+inline bool is_stored_scale(float v, scale_storage fmt) noexcept {
+  if (!std::isfinite(v)) return false;
+  switch (fmt) {
+    case scale_storage::float32: return true;
+    case scale_storage::float16: return static_cast<float>(encode<float16>(v)) == v;
+    case scale_storage::bfloat16: return static_cast<float>(encode<bfloat16>(v)) == v;
+  }
+  return false;
+}
+
+// ---------------------------------------------------------------------------------------------
+// One group's parameters, and the per-group operations a SIMD kernel replaces
+
+// Everything the inner loops need for one group: u = clamp(round((x - offset) / scale) + zero_point,
+// code_min, code_max); x^ = (u - zero_point) * scale, or u * scale + offset when has_offset.
+// A scale of 0 (all-zero group, or a scale that underflows its storage format) gives every code
+// the zero-point (clamped to the code range) and dequantizes to 0 (to the offset when has_offset).
+struct int_group_codec {
+  float scale = 0.0f;
+  int zero_point = 0;   // symmetric: 2^(b-1); affine: 0..2^b-1; offset: 0
+  float offset = 0.0f;  // affine_offset only
+  bool has_offset = false;
+  int code_min = 0;     // symmetric restricted: 1; otherwise 0
+  int code_max = 255;   // 2^b - 1
+  rounding rm = rounding::nearest_even;
+};
+
+namespace int_ref {
+
+// Scalar reference kernels; int_kernels documents each contract.
+inline bool range(const float* x, std::size_t n, float* lo, float* hi) noexcept {
+  float mn = x[0];
+  float mx = x[0];
+  bool finite = true;
+  for (std::size_t i = 0; i < n; ++i) {
+    finite = finite && std::isfinite(x[i]);
+    mn = x[i] < mn ? x[i] : mn;
+    mx = x[i] > mx ? x[i] : mx;
+  }
+  *lo = mn;
+  *hi = mx;
+  return finite;
+}
+
+inline std::uint8_t quantize_one(float x, const int_group_codec& c, std::uint32_t random_bits) noexcept {
+  if (c.scale == 0.0f) {
+    const int z = c.zero_point < c.code_min ? c.code_min : c.zero_point > c.code_max ? c.code_max : c.zero_point;
+    return static_cast<std::uint8_t>(z);
+  }
+  const float y = c.has_offset ? (x - c.offset) / c.scale : x / c.scale;
+  return static_cast<std::uint8_t>(
+      round_to_code(y, c.code_min - c.zero_point, c.code_max - c.zero_point, c.rm, random_bits) + c.zero_point);
+}
+
+inline float dequantize_one(std::uint8_t u, const int_group_codec& c) noexcept {
+  // The offset form goes through double: u * scale is exact there, so the one rounding of the sum
+  // cannot be changed by FMA contraction.
+  if (c.has_offset)
+    return static_cast<float>(static_cast<double>(u) * static_cast<double>(c.scale) + static_cast<double>(c.offset));
+  return static_cast<float>(static_cast<int>(u) - c.zero_point) * c.scale;
+}
+
+inline void quantize(const float* x, std::size_t n, const int_group_codec& c, const std::uint32_t* random_bits,
+                     std::uint8_t* codes) noexcept {
+  for (std::size_t i = 0; i < n; ++i) codes[i] = quantize_one(x[i], c, random_bits != nullptr ? random_bits[i] : 0u);
+}
+
+inline void dequantize(const std::uint8_t* codes, std::size_t n, const int_group_codec& c, float* y) noexcept {
+  for (std::size_t i = 0; i < n; ++i) y[i] = dequantize_one(codes[i], c);
+}
+
+inline double error(const float* x, std::size_t n, const int_group_codec& c, double norm,
+                    const std::uint32_t* random_bits) noexcept {
+  double sum = 0.0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const float xh = dequantize_one(quantize_one(x[i], c, random_bits != nullptr ? random_bits[i] : 0u), c);
+    const double d = std::fabs(static_cast<double>(xh) - static_cast<double>(x[i]));
+    sum += norm == 2.0 ? d * d : std::pow(d, norm);
+  }
+  return sum;
+}
+
+}  // namespace int_ref
+
+// The per-group inner operations. Every bulk function below goes through one of these tables;
+// a SIMD table must give the same results as reference_int_kernels() bit for bit.
+struct int_kernels {
+  // min and max of x[0..n) (n >= 1); returns false when any element is NaN or +-Inf.
+  bool (*range)(const float* x, std::size_t n, float* lo, float* hi) noexcept;
+  // codes[i] = the code of x[i] under c (x finite); random_bits (n values) only for stochastic,
+  // null meaning 0.
+  void (*quantize)(const float* x, std::size_t n, const int_group_codec& c, const std::uint32_t* random_bits,
+                   std::uint8_t* codes) noexcept;
+  // y[i] = the value of codes[i] under c.
+  void (*dequantize)(const std::uint8_t* codes, std::size_t n, const int_group_codec& c, float* y) noexcept;
+  // sum over i of |dequantize(quantize(x[i])) - x[i]|^norm, accumulated in double in index order
+  // (the mse_grid score; norm == 2 squares).
+  double (*error)(const float* x, std::size_t n, const int_group_codec& c, double norm,
+                  const std::uint32_t* random_bits) noexcept;
+};
+
+inline const int_kernels& reference_int_kernels() noexcept {
+  static constexpr int_kernels k{&int_ref::range, &int_ref::quantize, &int_ref::dequantize, &int_ref::error};
+  return k;
+}
+
+// The codec of a group whose values span [lo, hi] (finite, lo <= hi), with the range shrunk by
+// `shrink` in (0, 1] (1 = minmax; see scale_search). Errors: a scale or offset beyond the storage
+// format's range -> bad_argument.
+[[nodiscard]] inline result<int_group_codec> make_int_codec(float lo, float hi, const int_params& p,
+                                                            double shrink = 1.0) noexcept {
+  result<int_group_codec> r;
+  int_group_codec& c = r.value;
+  c.rm = p.rm;
+  c.code_max = max_code(p.bits);
+  const double qmax = c.code_max;
+  const double half = symmetric_zero_point(p.bits);
+  double dlo = lo;
+  double dhi = hi;
+  double scale = 0.0;
+  if (p.scheme == int_scheme::symmetric) {
+    c.zero_point = symmetric_zero_point(p.bits);
+    c.code_min = p.range == int_range::restricted ? 1 : 0;
+    const double amax = (dhi > -dlo ? dhi : -dlo) * shrink;
+    switch (p.range) {
+      case int_range::restricted: scale = amax / (half - 1.0); break;
+      case int_range::full: scale = amax / (half - 0.5); break;
+      case int_range::signed_extreme: scale = (dhi > -dlo ? dhi : dlo) * shrink / -half; break;
+    }
+    result<float> s = store_scale(scale, p.scale_format);
+    if (!s.ok()) {
+      r.status = s.status;
+      return r;
+    }
+    c.scale = s.value;
+    return r;
+  }
+  const bool widen = p.scheme == int_scheme::affine && (p.range_includes_zero || lo == hi);
+  if (widen) {  // a one-valued group falls back to the widened range: [3, 3] -> [0, 3]
+    dlo = dlo < 0.0 ? dlo : 0.0;
+    dhi = dhi > 0.0 ? dhi : 0.0;
+  }
+  if (shrink != 1.0) {
+    if (dlo <= 0.0 && dhi >= 0.0) {
+      dlo *= shrink;
+      dhi *= shrink;
+    } else {
+      const double mid = 0.5 * (dlo + dhi);
+      dlo = mid - shrink * (mid - dlo);
+      dhi = mid + shrink * (dhi - mid);
+    }
+  }
+  result<float> s = store_scale((dhi - dlo) / qmax, p.scale_format);
+  if (!s.ok()) {
+    r.status = s.status;
+    return r;
+  }
+  c.scale = s.value;
+  if (p.scheme == int_scheme::affine_offset) {
+    result<float> m = store_scale(dlo, p.scale_format);
+    if (!m.ok()) {
+      r.status = m.status;
+      return r;
+    }
+    c.has_offset = true;
+    c.offset = m.value;
+    return r;
+  }
+  // z = round(-lo / s) against the stored scale, nearest even whatever p.rm says, in 0..2^b-1.
+  if (c.scale != 0.0f)
+    c.zero_point = round_to_code(static_cast<float>(-dlo) / c.scale, 0, c.code_max, rounding::nearest_even);
+  return r;
+}
+
+// Chooses the codec of one group (minmax or the mse_grid search). x holds the group's n values
+// (finite), spanning [lo, hi].
+[[nodiscard]] inline result<int_group_codec> choose_int_codec(const float* x, std::size_t n, float lo, float hi,
+                                                              const int_params& p, const std::uint32_t* random_bits,
+                                                              const int_kernels& k = reference_int_kernels()) noexcept {
+  result<int_group_codec> best = make_int_codec(lo, hi, p);
+  if (!best.ok() || p.search != scale_search::mse_grid || best.value.scale == 0.0f) return best;
+  const double norm = p.search_norm;
+  double best_err = k.error(x, n, best.value, norm, random_bits);
+  const int steps = static_cast<int>(static_cast<double>(p.search_maxshrink) * p.search_grid);
+  for (int i = 1; i < steps; ++i) {
+    const double shrink = 1.0 - static_cast<double>(i) / p.search_grid;
+    result<int_group_codec> c = make_int_codec(lo, hi, p, shrink);
+    if (!c.ok()) continue;
+    const double e = k.error(x, n, c.value, norm, random_bits);
+    if (e < best_err) {
+      best_err = e;
+      best = c;
+    }
+  }
+  return best;
+}
+
+// The codec that stored parameters describe (scale, and zero-point or offset for the affine
+// schemes). Errors: a scale or offset that is not finite or not exactly representable in
+// p.scale_format, or an affine zero-point that is not an integer in 0..2^b-1 -> bad_argument.
+[[nodiscard]] inline result<int_group_codec> stored_int_codec(float scale, float zero, const int_params& p) noexcept {
+  result<int_group_codec> r;
+  int_group_codec& c = r.value;
+  c.rm = p.rm;
+  c.code_max = max_code(p.bits);
+  if (!is_stored_scale(scale, p.scale_format)) {
+    r.status = errc::bad_argument;
+    return r;
+  }
+  c.scale = scale;
+  switch (p.scheme) {
+    case int_scheme::symmetric:
+      c.zero_point = symmetric_zero_point(p.bits);
+      c.code_min = p.range == int_range::restricted ? 1 : 0;
+      break;
+    case int_scheme::affine:
+      if (!(zero >= 0.0f && zero <= static_cast<float>(c.code_max) && std::floor(zero) == zero)) {
+        r.status = errc::bad_argument;
+        return r;
+      }
+      c.zero_point = static_cast<int>(zero);
+      break;
+    case int_scheme::affine_offset:
+      if (!is_stored_scale(zero, p.scale_format)) {
+        r.status = errc::bad_argument;
+        return r;
+      }
+      c.has_offset = true;
+      c.offset = zero;
+      break;
+  }
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bulk operations on a [rows, cols] row-major matrix: the allocation-free core
+
+// Quantizes x: codes gets rows*cols codes (one per byte, row-major), scales and zeros one value
+// per group (int_groups().group_count, groups in row-major order: [rows, cols/G] for per_group).
+// zeros receives the integer zero-point (affine) or the offset m (affine_offset) and may be null
+// for symmetric schemes. random_bits: rows*cols values for rounding::stochastic, else ignored.
+// Errors: those of int_groups; a null buffer -> bad_argument; NaN or Inf in a group ->
+// non_finite_input; a scale or offset beyond the storage format -> bad_argument.
+[[nodiscard]] inline status quantize_int(const float* x, std::size_t rows, std::size_t cols, const int_params& p,
+                                         std::uint8_t* codes, float* scales, float* zeros,
+                                         const std::uint32_t* random_bits = nullptr,
+                                         const int_kernels& k = reference_int_kernels()) noexcept {
+  const result<int_grouping> g = int_groups(p, rows, cols);
+  if (!g.ok()) return g.status;
+  if (x == nullptr || codes == nullptr || scales == nullptr || (has_zero_points(p) && zeros == nullptr))
+    return errc::bad_argument;
+  const std::size_t len = g.value.group_length;
+  const std::uint32_t* rb = p.rm == rounding::stochastic ? random_bits : nullptr;
+  for (std::size_t i = 0; i < g.value.group_count; ++i) {
+    const float* xg = x + i * len;
+    const std::uint32_t* rg = rb != nullptr ? rb + i * len : nullptr;
+    float lo = 0.0f;
+    float hi = 0.0f;
+    if (!k.range(xg, len, &lo, &hi)) return errc::non_finite_input;
+    const result<int_group_codec> c = choose_int_codec(xg, len, lo, hi, p, rg, k);
+    if (!c.ok()) return c.status;
+    k.quantize(xg, len, c.value, rg, codes + i * len);
+    scales[i] = c.value.scale;
+    if (zeros != nullptr && has_zero_points(p))
+      zeros[i] = c.value.has_offset ? c.value.offset : static_cast<float>(c.value.zero_point);
+  }
+  return status{};
+}
+
+// Quantizes x against given scales and zero-points (for example a checkpoint's, or ones a GPTQ
+// solver chose), laid out as quantize_int writes them. Errors: those of int_groups, a null
+// buffer, the stored_int_codec errors (bad_argument), NaN or Inf in x (non_finite_input).
+[[nodiscard]] inline status quantize_int_fixed(const float* x, std::size_t rows, std::size_t cols,
+                                               const int_params& p, const float* scales, const float* zeros,
+                                               std::uint8_t* codes, const std::uint32_t* random_bits = nullptr,
+                                               const int_kernels& k = reference_int_kernels()) noexcept {
+  const result<int_grouping> g = int_groups(p, rows, cols);
+  if (!g.ok()) return g.status;
+  if (x == nullptr || codes == nullptr || scales == nullptr || (has_zero_points(p) && zeros == nullptr))
+    return errc::bad_argument;
+  const std::size_t len = g.value.group_length;
+  const std::uint32_t* rb = p.rm == rounding::stochastic ? random_bits : nullptr;
+  for (std::size_t i = 0; i < g.value.group_count; ++i) {
+    const result<int_group_codec> c = stored_int_codec(scales[i], has_zero_points(p) ? zeros[i] : 0.0f, p);
+    if (!c.ok()) return c.status;
+    float lo = 0.0f;
+    float hi = 0.0f;
+    if (!k.range(x + i * len, len, &lo, &hi)) return errc::non_finite_input;
+    k.quantize(x + i * len, len, c.value, rb != nullptr ? rb + i * len : nullptr, codes + i * len);
+  }
+  return status{};
+}
+
+// y = the values of the codes (rows*cols, one per byte). Codes are not range-checked here (a code
+// above 2^b-1 just gives a value off the grid); the stored parameters are, as stored_int_codec.
+[[nodiscard]] inline status dequantize_int(const std::uint8_t* codes, std::size_t rows, std::size_t cols,
+                                           const int_params& p, const float* scales, const float* zeros, float* y,
+                                           const int_kernels& k = reference_int_kernels()) noexcept {
+  const result<int_grouping> g = int_groups(p, rows, cols);
+  if (!g.ok()) return g.status;
+  if (codes == nullptr || y == nullptr || scales == nullptr || (has_zero_points(p) && zeros == nullptr))
+    return errc::bad_argument;
+  const std::size_t len = g.value.group_length;
+  for (std::size_t i = 0; i < g.value.group_count; ++i) {
+    const result<int_group_codec> c = stored_int_codec(scales[i], has_zero_points(p) ? zeros[i] : 0.0f, p);
+    if (!c.ok()) return c.status;
+    k.dequantize(codes + i * len, len, c.value, y + i * len);
+  }
+  return status{};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Byte accounting
+
+// What a checkpoint stores for a [rows, cols] matrix: codes packed at b bits with no padding
+// except at the very end; one scale per group in its storage format; integer zero-points packed
+// at b bits (GPTQ/AWQ qzeros); float offsets in the scale's format.
+struct int_storage {
+  std::size_t elements = 0;
+  std::size_t payload_bytes = 0;
+  std::size_t scale_bytes = 0;
+  std::size_t zero_point_bytes = 0;
+
+  constexpr std::size_t metadata_bytes() const noexcept { return scale_bytes + zero_point_bytes; }
+  constexpr std::size_t total_bytes() const noexcept { return payload_bytes + metadata_bytes(); }
+  // metadata / payload, in percent (INT4 G=128 with fp16 scales: 3.125).
+  double overhead_percent() const noexcept {
+    return payload_bytes == 0 ? 0.0 : 100.0 * static_cast<double>(metadata_bytes()) / static_cast<double>(payload_bytes);
+  }
+  double bits_per_weight() const noexcept {
+    return elements == 0 ? 0.0 : 8.0 * static_cast<double>(total_bytes()) / static_cast<double>(elements);
+  }
+  // 2 bytes per element over total bytes (INT4 G=128 with fp16 scales: 3.878...).
+  double compression_vs_fp16() const noexcept {
+    return total_bytes() == 0 ? 0.0 : 2.0 * static_cast<double>(elements) / static_cast<double>(total_bytes());
+  }
+  double total_mib() const noexcept { return static_cast<double>(total_bytes()) / 1048576.0; }
+};
+
+[[nodiscard]] inline result<int_storage> int_storage_for(const int_params& p, std::size_t rows,
+                                                         std::size_t cols) noexcept {
+  result<int_storage> r;
+  const result<int_grouping> g = int_groups(p, rows, cols);
+  if (!g.ok()) {
+    r.status = g.status;
+    return r;
+  }
+  const std::size_t n = rows * cols;
+  if (n > std::numeric_limits<std::size_t>::max() / 8u) {
+    r.status = errc::bad_argument;
+    return r;
+  }
+  r.value.elements = n;
+  r.value.payload_bytes = packed_bytes(n, p.bits);
+  r.value.scale_bytes = g.value.group_count * scale_bytes(p.scale_format);
+  switch (p.scheme) {
+    case int_scheme::symmetric: r.value.zero_point_bytes = 0; break;
+    case int_scheme::affine: r.value.zero_point_bytes = packed_bytes(g.value.group_count, p.bits); break;
+    case int_scheme::affine_offset: r.value.zero_point_bytes = g.value.group_count * scale_bytes(p.scale_format); break;
+  }
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The quantized matrix: shape, scheme, packed codes, scales and zero-points
+
+// Owns its storage. Codes are packed at b bits in lowbit's bit stream (pack_codes: row-major,
+// element k at bits b*k; for INT4 two per byte, the first in the low nibble); scales and
+// zero-points/offsets are kept as floats holding exactly the stored values, [rows, cols/G]
+// row-major (one per group). Creation returns a result and never throws on bad input.
+class quantized_matrix {
+ public:
+  quantized_matrix() = default;
+
+  // Quantizes n = rows*cols float32 values (errc::size_mismatch otherwise; the other errors are
+  // quantize_int's).
+  [[nodiscard]] static result<quantized_matrix> quantize(const float* x, std::size_t n, std::size_t rows,
+                                                         std::size_t cols, const int_params& p,
+                                                         const std::uint32_t* random_bits = nullptr) {
+    result<quantized_matrix> r;
+    const result<int_grouping> g = int_groups(p, rows, cols);
+    if (!g.ok()) {
+      r.status = g.status;
+      return r;
+    }
+    if (n != rows * cols) {
+      r.status = errc::size_mismatch;
+      return r;
+    }
+    if (x == nullptr) {
+      r.status = errc::bad_argument;
+      return r;
+    }
+    std::vector<std::uint8_t> codes(n);
+    quantized_matrix& m = r.value;
+    m.init(rows, cols, p, g.value);
+    r.status = quantize_int(x, rows, cols, p, codes.data(), m.scales_.data(),
+                            has_zero_points(p) ? m.zeros_.data() : nullptr, random_bits);
+    if (r.ok()) r.status = pack_codes(codes.data(), n, p.bits, m.codes_.data());
+    if (!r.ok()) m = quantized_matrix{};
+    return r;
+  }
+
+  // Quantizes bfloat16 values (each decoded exactly to float32 first).
+  [[nodiscard]] static result<quantized_matrix> quantize(const bfloat16* x, std::size_t n, std::size_t rows,
+                                                         std::size_t cols, const int_params& p,
+                                                         const std::uint32_t* random_bits = nullptr) {
+    if (x == nullptr || n != rows * cols || n == 0) return quantize(static_cast<const float*>(nullptr), n, rows, cols, p);
+    std::vector<float> f(n);
+    for (std::size_t i = 0; i < n; ++i) f[i] = static_cast<float>(x[i]);
+    return quantize(f.data(), n, rows, cols, p, random_bits);
+  }
+
+  // Builds a matrix from codes (rows*cols, one per byte), scales and zero-points as quantize_int
+  // writes them (a checkpoint being read, a GPTQ solver's output). Errors: size_mismatch when a
+  // count differs from the shape's; bad_argument for a code above 2^b-1 (or 0 under the
+  // restricted symmetric range) or a parameter stored_int_codec rejects.
+  [[nodiscard]] static result<quantized_matrix> from_codes(std::size_t rows, std::size_t cols, const int_params& p,
+                                                           const std::uint8_t* codes, std::size_t n_codes,
+                                                           const float* scales, std::size_t n_scales,
+                                                           const float* zeros, std::size_t n_zeros) {
+    result<quantized_matrix> r;
+    const result<int_grouping> g = int_groups(p, rows, cols);
+    if (!g.ok()) {
+      r.status = g.status;
+      return r;
+    }
+    const std::size_t want_zeros = has_zero_points(p) ? g.value.group_count : 0;
+    if (n_codes != rows * cols || n_scales != g.value.group_count || n_zeros != want_zeros) {
+      r.status = errc::size_mismatch;
+      return r;
+    }
+    if (codes == nullptr || scales == nullptr || (want_zeros != 0 && zeros == nullptr)) {
+      r.status = errc::bad_argument;
+      return r;
+    }
+    const int lo = p.scheme == int_scheme::symmetric && p.range == int_range::restricted ? 1 : 0;
+    for (std::size_t i = 0; i < n_codes; ++i)
+      if (codes[i] < lo || codes[i] > max_code(p.bits)) {
+        r.status = errc::bad_argument;
+        return r;
+      }
+    for (std::size_t i = 0; i < n_scales; ++i) {
+      const result<int_group_codec> c = stored_int_codec(scales[i], want_zeros != 0 ? zeros[i] : 0.0f, p);
+      if (!c.ok()) {
+        r.status = c.status;
+        return r;
+      }
+    }
+    quantized_matrix& m = r.value;
+    m.init(rows, cols, p, g.value);
+    for (std::size_t i = 0; i < n_scales; ++i) m.scales_[i] = scales[i];
+    for (std::size_t i = 0; i < want_zeros; ++i) m.zeros_[i] = zeros[i];
+    r.status = pack_codes(codes, n_codes, p.bits, m.codes_.data());
+    return r;
+  }
+
+  // Writes the rows*cols dequantized values (n must equal size(): errc::size_mismatch; an empty
+  // matrix: errc::empty_input).
+  [[nodiscard]] status dequantize(float* y, std::size_t n) const {
+    return dequantize_chunks(y, n, [](float* dst, const float* src, std::size_t k) {
+      for (std::size_t i = 0; i < k; ++i) dst[i] = src[i];
+    });
+  }
+
+  // The same, rounded to bfloat16 (nearest even).
+  [[nodiscard]] status dequantize(bfloat16* y, std::size_t n) const {
+    return dequantize_chunks(y, n, [](bfloat16* dst, const float* src, std::size_t k) {
+      for (std::size_t i = 0; i < k; ++i) dst[i] = encode<bfloat16>(src[i]);
+    });
+  }
+
+  std::size_t rows() const noexcept { return rows_; }
+  std::size_t cols() const noexcept { return cols_; }
+  std::size_t size() const noexcept { return rows_ * cols_; }
+  bool empty() const noexcept { return size() == 0; }
+  const int_params& params() const noexcept { return params_; }
+  std::size_t group_length() const noexcept { return grouping_.group_length; }
+  std::size_t group_count() const noexcept { return grouping_.group_count; }
+
+  // packed_bytes(size(), bits) bytes in pack_codes' layout.
+  const std::vector<std::uint8_t>& packed_codes() const noexcept { return codes_; }
+  // One per group, exactly the stored values.
+  const std::vector<float>& scales() const noexcept { return scales_; }
+  // One per group for the affine schemes (integer zero-points as floats, or offsets); empty for
+  // symmetric ones.
+  const std::vector<float>& zeros() const noexcept { return zeros_; }
+
+  // The code of element (r, c); 0 out of range.
+  std::uint8_t code(std::size_t r, std::size_t c) const noexcept {
+    std::uint8_t u = 0;
+    if (r < rows_ && c < cols_) (void)unpack_codes(codes_.data(), r * cols_ + c, 1, params_.bits, &u);
+    return u;
+  }
+
+  // All codes, one per byte (n must equal size()).
+  [[nodiscard]] status unpack(std::uint8_t* codes, std::size_t n) const noexcept {
+    if (empty()) return errc::empty_input;
+    if (n != size()) return errc::size_mismatch;
+    return unpack_codes(codes_.data(), 0, n, params_.bits, codes);
+  }
+
+  // Byte accounting of this matrix (int_storage_for its shape and parameters).
+  int_storage storage() const noexcept {
+    const result<int_storage> s = int_storage_for(params_, rows_, cols_);
+    return s.ok() ? s.value : int_storage{};
+  }
+
+ private:
+  void init(std::size_t rows, std::size_t cols, const int_params& p, const int_grouping& g) {
+    rows_ = rows;
+    cols_ = cols;
+    params_ = p;
+    grouping_ = g;
+    codes_.assign(packed_bytes(rows * cols, p.bits), 0);
+    scales_.assign(g.group_count, 0.0f);
+    zeros_.assign(has_zero_points(p) ? g.group_count : 0, 0.0f);
+  }
+
+  // Dequantizes group by group, in chunks of 256 codes unpacked on the stack, handing each
+  // chunk's floats to store(dst, src, count).
+  template <class T, class Store>
+  status dequantize_chunks(T* y, std::size_t n, Store store) const {
+    if (empty()) return errc::empty_input;
+    if (n != size()) return errc::size_mismatch;
+    if (y == nullptr) return errc::bad_argument;
+    constexpr std::size_t chunk = 256;
+    std::uint8_t codes[chunk];
+    float vals[chunk];
+    const std::size_t len = grouping_.group_length;
+    for (std::size_t g = 0; g < grouping_.group_count; ++g) {
+      const result<int_group_codec> c = stored_int_codec(scales_[g], zeros_.empty() ? 0.0f : zeros_[g], params_);
+      if (!c.ok()) return c.status;
+      for (std::size_t done = 0; done < len; done += chunk) {
+        const std::size_t k = len - done < chunk ? len - done : chunk;
+        const std::size_t first = g * len + done;
+        if (status s = unpack_codes(codes_.data(), first, k, params_.bits, codes); !s) return s;
+        reference_int_kernels().dequantize(codes, k, c.value, vals);
+        store(y + first, vals, k);
+      }
+    }
+    return status{};
+  }
+
+  std::size_t rows_ = 0;
+  std::size_t cols_ = 0;
+  int_params params_{};
+  int_grouping grouping_{};
+  std::vector<std::uint8_t> codes_;
+  std::vector<float> scales_;
+  std::vector<float> zeros_;
+};
+
+}  // namespace lowbit
+
+#endif  // LOWBIT_SCHEMES_INTEGER_HPP
