@@ -654,7 +654,7 @@ TEST(MxLayout, GgmlPresetReproducesGgmlBlocks) {
 
 TEST(MxErrors, BadSizes) {
   std::vector<float> x(96, 1.0f);
-  std::vector<std::uint8_t> e(96, 0xEE), s(4, 0xEE);
+  std::vector<std::uint8_t> e(96, 0xEE), s(16, 0xEE);
   auto q = [&](std::size_t n, const lb::mx_options& o) {
     return lb::mx_quantize<lb::mxfp4>(x.data(), n, e.data(), s.data(), o).code();
   };
@@ -663,9 +663,10 @@ TEST(MxErrors, BadSizes) {
   EXPECT_EQ(q(33, lb::mx_presets::ocp(3)), errc::bad_block_size);  // FP4 blocks must be even
   EXPECT_EQ((lb::mx_quantize<lb::mxfp6_e2m3>(x.data(), 36, e.data(), s.data(), lb::mx_presets::ocp(6)).code()),
             errc::bad_block_size);  // 36 bits: not byte-aligned
+  EXPECT_EQ(e, std::vector<std::uint8_t>(96, 0xEE));  // nothing written so far
+  EXPECT_EQ(s, std::vector<std::uint8_t>(16, 0xEE));
   EXPECT_EQ((lb::mx_quantize<lb::mxfp8_e4m3>(x.data(), 36, e.data(), s.data(), lb::mx_presets::ocp(6)).code()),
-            errc::ok);
-  // Nothing was written by the failing calls before the FP8 one... check the FP4 calls alone:
+            errc::ok);  // FP8 blocks of 6 are fine
   std::vector<std::uint8_t> e2(16, 0xEE), s2(1, 0xEE);
   EXPECT_EQ(lb::mx_quantize<lb::mxfp4>(x.data(), 31, e2.data(), s2.data()).code(), errc::bad_block_size);
   EXPECT_EQ(e2, std::vector<std::uint8_t>(16, 0xEE));
