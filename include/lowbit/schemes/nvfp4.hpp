@@ -78,6 +78,8 @@ struct nvfp4_options {
   // Any mode but rounding::stochastic, for the E2M1 elements and for the E4M3 block scale.
   rounding element_rounding = rounding::nearest_even;
   rounding scale_rounding = rounding::nearest_even;
+  // false: an element that rounds to zero is written as +0 even when the input is negative (ggml).
+  bool signed_zero = true;
   // When set, a block holding NaN or Inf is still written as the NaN block but the call returns
   // errc::non_finite_input (after converting every block).
   bool non_finite_is_error = false;
@@ -88,11 +90,13 @@ namespace nvfp4_presets {
 constexpr nvfp4_options nvidia() noexcept { return nvfp4_options{}; }
 // ggml quantize_row_nvfp4_ref (single level): the UE4M3 scale rounds half up (ties away for a
 // positive value) and the element search keeps the first best, so ties go to the smaller
-// magnitude. ggml also saturates any scale in [256, 448) to 448; lowbit does not copy that.
+// magnitude, and never -0. Two ggml quirks are not copied: a scale in [256, 448) becomes 448,
+// and one in [7.5, 8) * 2^-9 becomes 7 * 2^-9.
 constexpr nvfp4_options ggml() noexcept {
   nvfp4_options o;
   o.element_rounding = rounding::nearest_toward_zero;
   o.scale_rounding = rounding::nearest_away;
+  o.signed_zero = false;
   return o;
 }
 }  // namespace nvfp4_presets
@@ -200,23 +204,23 @@ inline float nvfp4_effective_scale(std::uint8_t scale_code, nvfp4_tensor_scale t
 // stochastic (the bulk functions check both).
 template <class Src>
 inline std::uint8_t nvfp4_quantize_block(const Src* x, std::uint8_t* elements, nvfp4_tensor_scale t,
-                                         rounding element_rounding = rounding::nearest_even,
-                                         rounding scale_rounding = rounding::nearest_even) noexcept {
+                                         const nvfp4_options& o = {}) noexcept {
   const detail::block_amax_result a = detail::block_amax(x, nvfp4_block_size);
   if (!a.finite) {
     for (std::size_t j = 0; j < nvfp4_block_size / 2; ++j) elements[j] = 0;
     return nvfp4_nan_scale;
   }
-  const std::uint8_t scale = nvfp4_block_scale(a.amax, t, scale_rounding);
+  const std::uint8_t scale = nvfp4_block_scale(a.amax, t, o.scale_rounding);
   const float d = nvfp4_effective_scale(scale, t);
   policy p;
-  p.rm = element_rounding;
+  p.rm = o.element_rounding;
   p.ov = overflow::saturate;  // x / D beyond 6, Inf included, becomes +-6
   std::uint8_t codes[nvfp4_block_size];
   for (std::size_t i = 0; i < nvfp4_block_size; ++i) {
     const float v = detail::mx_to_float(x[i]);
     // Scale 0: keep only the sign (v * 0 is +-0 for finite v).
-    codes[i] = encode<float4_e2m1fn>(d > 0.0f ? v / d : v * 0.0f, p).bits();
+    const std::uint8_t c = encode<float4_e2m1fn>(d > 0.0f ? v / d : v * 0.0f, p).bits();
+    codes[i] = !o.signed_zero && c == 0x8u ? std::uint8_t{0} : c;
   }
   pack_nibbles(codes, elements, nvfp4_block_size);
   return scale;
@@ -255,8 +259,7 @@ inline status nvfp4_quantize_impl(const Src* src, std::size_t n, std::size_t row
   if (n % nvfp4_block_size != 0 || row_length % nvfp4_block_size != 0) return errc::bad_block_size;
   bool non_finite = false;
   for (std::size_t b = 0; b < n / nvfp4_block_size; ++b) {
-    scales[b] = nvfp4_quantize_block(src + b * nvfp4_block_size, elements + b * (nvfp4_block_size / 2), t,
-                                     o.element_rounding, o.scale_rounding);
+    scales[b] = nvfp4_quantize_block(src + b * nvfp4_block_size, elements + b * (nvfp4_block_size / 2), t, o);
     non_finite = non_finite || scales[b] == nvfp4_nan_scale;
   }
   if (non_finite && o.non_finite_is_error) return errc::non_finite_input;
