@@ -13,5 +13,10 @@
 #include "formats/limits.hpp"
 #include "formats/io.hpp"
 #include "convert.hpp"
+#include "metrics.hpp"
+#include "schemes/integer.hpp"
+#include "schemes/layouts.hpp"
+#include "schemes/mx.hpp"
+#include "schemes/nvfp4.hpp"
 
 #endif  // LOWBIT_LOWBIT_HPP
