@@ -9,9 +9,14 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
+
+#if defined(__SSE2__)
+#include <xmmintrin.h>
+#endif
 
 namespace {
 
@@ -890,6 +895,39 @@ TEST(MxProperty, CeilNeverSaturatesFloorDoes) {
     }
   }
   EXPECT_GT(floor_saturated, 0);
+}
+
+TEST(MxProperty, IndependentOfFtzAndDaz) {
+  // Block max 2^-128 (a float subnormal): floor(log2) = -128, so the E4M3 scale clamps to
+  // 2^-127 (0x00) and 2^-128 / 2^-127 = 0.5 = E4M3 0x30; -3 * 2^-136 is 3 * 2^-9 times the scale,
+  // the subnormal 0x83. Decoding gives the float subnormals 2^-128 (0x00200000) and 3 * 2^-136
+  // (0x80006000: 3 * 2^13 units of 2^-149). With FTZ and DAZ set, nothing changes.
+#if defined(__SSE2__)
+  volatile float a = 0x1p-128f;
+  volatile float b = -0x3p-136f;
+  std::vector<float> x(32, 0.0f);
+  std::uint8_t e[32] = {}, s = 0;
+  float out[32] = {};
+  const unsigned saved = _mm_getcsr();
+  _mm_setcsr(saved | 0x8040u);  // FTZ (bit 15) and DAZ (bit 6)
+  x[0] = a;
+  x[1] = b;
+  const lb::status q = lb::mx_quantize<lb::mxfp8_e4m3>(x.data(), 32, e, &s);
+  const lb::status d = lb::mx_dequantize<lb::mxfp8_e4m3>(e, &s, 32, out);
+  _mm_setcsr(saved);
+  ASSERT_TRUE(q.ok());
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(s, 0x00);
+  EXPECT_EQ(e[0], 0x30);
+  EXPECT_EQ(e[1], 0x83);
+  std::uint32_t b0 = 0, b1 = 0;
+  std::memcpy(&b0, &out[0], 4);
+  std::memcpy(&b1, &out[1], 4);
+  EXPECT_EQ(b0, 0x00200000u);
+  EXPECT_EQ(b1, 0x80006000u);
+#else
+  GTEST_SKIP() << "needs x86 MXCSR to set FTZ/DAZ";
+#endif
 }
 
 }  // namespace

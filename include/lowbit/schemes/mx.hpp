@@ -137,6 +137,25 @@ LOWBIT_HD LOWBIT_CONSTEXPR_BITCAST double mx_pow2(int k) noexcept {
   return bit_cast<double>(static_cast<std::uint64_t>(k + 1023) << 52);
 }
 
+// The exact value of a finite float as a double, read from its bits: no float arithmetic, so
+// a subnormal input means the same with denormals-are-zero set.
+LOWBIT_CONSTEXPR_BITCAST double mx_exact_double(float x) noexcept {
+  const unpacked u = unpack(x);
+  const double m = u.kind == value_kind::finite ? static_cast<double>(u.sig) * mx_pow2(u.exp) : 0.0;
+  return u.negative ? -m : m;
+}
+
+// v * 2^s as a float, by moving the exponent of the exact value: exact and independent of
+// flush-to-zero for every product the quantizer can produce (all lie on float's grid); a
+// magnitude of 2^128 or more becomes +-Inf.
+LOWBIT_CONSTEXPR_BITCAST float mx_scaled_float(unpacked u, int s) noexcept {
+  if (u.kind == value_kind::finite) {
+    u.exp += s;
+    if (u.exp + bit_width_minus_one(u.sig) > 127) u.kind = value_kind::inf;
+  }
+  return pack_float(u);
+}
+
 template <class T>
 struct mx_minifloat_element {
   using element = T;
@@ -151,6 +170,10 @@ struct mx_minifloat_element {
   }
   static LOWBIT_CONSTEXPR_BITCAST float decode_element(std::uint8_t code) noexcept {
     return static_cast<float>(T::from_bits(code));
+  }
+  // The element's exact value (sig * 2^exp), for scaling without float arithmetic.
+  static constexpr detail::unpacked unpack_element(std::uint8_t code) noexcept {
+    return detail::unpack_bits<typename T::format>(code);
   }
 };
 
@@ -209,6 +232,14 @@ struct mxint8 {
   static constexpr float decode_element(std::uint8_t code) noexcept {
     return static_cast<float>(code < 128 ? static_cast<int>(code) : static_cast<int>(code) - 256) / 64.0f;
   }
+  static constexpr detail::unpacked unpack_element(std::uint8_t code) noexcept {
+    detail::unpacked u;
+    u.negative = code >= 128;
+    u.sig = u.negative ? 256u - code : code;
+    u.kind = u.sig == 0 ? detail::value_kind::zero : detail::value_kind::finite;
+    u.exp = -6;
+    return u;
+  }
 };
 
 static_assert(mxfp8_e4m3::emax == 8 && mxfp8_e5m2::emax == 15 && mxfp6_e2m3::emax == 2 && mxfp6_e3m2::emax == 4 &&
@@ -266,8 +297,9 @@ constexpr bool mx_valid_block_size(std::size_t block_size) noexcept {
 template <class Fmt>
 inline std::uint8_t mx_block_scale(float amax, e8m0_rule rule = e8m0_rule::floor) noexcept {
   static_assert(is_mx_format<Fmt>::value, "Fmt must be one of the MX format tags");
-  if (!(std::fabs(amax) <= std::numeric_limits<float>::max())) return mx_nan_scale;
-  const double a = std::fabs(static_cast<double>(amax));
+  const std::uint32_t mag = detail::bit_cast<std::uint32_t>(amax) & 0x7FFFFFFFu;
+  if (mag >= 0x7F800000u) return mx_nan_scale;
+  const double a = detail::mx_exact_double(detail::bit_cast<float>(mag));
   policy down;
   down.rm = rounding::toward_zero;  // floor(log2), saturating to 0xFE; below 2^-127 gives 0x00
   switch (rule) {
@@ -296,23 +328,26 @@ inline void mx_store(float& dst, float x) noexcept { dst = x; }
 // Nearest-even; the float is exact, so this is the only rounding.
 inline void mx_store(bfloat16& dst, float x) noexcept { dst = encode<bfloat16>(x); }
 
-struct block_amax_result {
+struct mx_amax_result {
   float amax = 0.0f;
   bool finite = true;
 };
 
-// Largest magnitude of n values, and whether all of them are finite.
+// Largest magnitude of n values, and whether all of them are finite. Magnitudes are compared
+// as bit patterns (their order is the order of the values), so subnormals count with DAZ set.
 template <class Src>
-inline block_amax_result block_amax(const Src* x, std::size_t n) noexcept {
-  block_amax_result r;
+inline mx_amax_result mx_block_amax(const Src* x, std::size_t n) noexcept {
+  mx_amax_result r;
+  std::uint32_t best = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    const float a = std::fabs(mx_to_float(x[i]));
-    if (!(a <= std::numeric_limits<float>::max())) {
+    const std::uint32_t m = bit_cast<std::uint32_t>(mx_to_float(x[i])) & 0x7FFFFFFFu;
+    if (m >= 0x7F800000u) {
       r.finite = false;
-    } else if (a > r.amax) {
-      r.amax = a;
+    } else if (m > best) {
+      best = m;
     }
   }
+  r.amax = bit_cast<float>(best);
   return r;
 }
 
@@ -348,12 +383,13 @@ inline constexpr std::size_t mx_chunk = 8;
 // o.element_rounding with overflow::saturate; the product is formed exactly (in double), so
 // there is one rounding. (With a nearest mode the float product gives the same codes: it is
 // exact unless it falls below 2^-126, where every element format rounds to zero anyway.)
+// Nothing here is float arithmetic, so FTZ/DAZ change no result.
 template <class Fmt, class Src>
 inline std::uint8_t mx_quantize_block(const Src* x, std::uint8_t* elements, const mx_options& o = {}) noexcept {
   static_assert(is_mx_format<Fmt>::value, "Fmt must be one of the MX format tags");
   const std::size_t block_size = o.block_size;
   const std::size_t bytes = mx_element_bytes<Fmt>(block_size);
-  const detail::block_amax_result a = detail::block_amax(x, block_size);
+  const detail::mx_amax_result a = detail::mx_block_amax(x, block_size);
   if (!a.finite) {
     for (std::size_t j = 0; j < bytes; ++j) elements[j] = 0;
     return mx_nan_scale;
@@ -368,7 +404,7 @@ inline std::uint8_t mx_quantize_block(const Src* x, std::uint8_t* elements, cons
   for (std::size_t i = 0; i < block_size; i += detail::mx_chunk) {
     const std::size_t m = block_size - i < detail::mx_chunk ? block_size - i : detail::mx_chunk;
     for (std::size_t j = 0; j < m; ++j) {
-      const std::uint8_t c = Fmt::encode_element(static_cast<double>(detail::mx_to_float(x[i + j])) * inv_scale, p);
+      const std::uint8_t c = Fmt::encode_element(detail::mx_exact_double(detail::mx_to_float(x[i + j])) * inv_scale, p);
       codes[j] = !o.signed_zero && c == Fmt::negative_zero_code ? std::uint8_t{0} : c;
     }
     detail::mx_pack(Fmt::element_bits, codes, elements + i * static_cast<std::size_t>(Fmt::element_bits) / 8, m);
@@ -376,10 +412,12 @@ inline std::uint8_t mx_quantize_block(const Src* x, std::uint8_t* elements, cons
   return scale;
 }
 
-// Decodes one block: out[i] = element_i * 2^(scale - 127), computed in float (exact for every
-// code the quantizer writes; a value beyond FLT_MAX, which only hand-made input can hold,
-// becomes +-Inf). Scale 0xFF gives NaN everywhere. Dst is float or bfloat16 (rounded once, to
-// nearest even). Results in the float subnormal range assume no flush-to-zero.
+// Decodes one block: out[i] = element_i * 2^(scale - 127), exactly (the product always lies on
+// float's grid, subnormals included; it is formed by exponent arithmetic, so FTZ/DAZ do not
+// matter; a plain float multiply gives the same bits in the default FP environment). A value of
+// 2^128 or more, which only hand-made input can hold (E5M2 elements with a scale near 2^127),
+// becomes +-Inf. Scale 0xFF gives NaN everywhere. Dst is float or bfloat16 (rounded once, to
+// nearest even).
 template <class Fmt, class Dst>
 inline void mx_dequantize_block(const std::uint8_t* elements, std::uint8_t scale, std::size_t block_size,
                                 Dst* out) noexcept {
@@ -389,12 +427,13 @@ inline void mx_dequantize_block(const std::uint8_t* elements, std::uint8_t scale
     for (std::size_t i = 0; i < block_size; ++i) detail::mx_store(out[i], nan);
     return;
   }
-  const float x = static_cast<float>(float8_e8m0fnu::from_bits(scale));
+  const int s = static_cast<int>(scale) - 127;
   std::uint8_t codes[detail::mx_chunk];
   for (std::size_t i = 0; i < block_size; i += detail::mx_chunk) {
     const std::size_t m = block_size - i < detail::mx_chunk ? block_size - i : detail::mx_chunk;
     detail::mx_unpack(Fmt::element_bits, elements + i * static_cast<std::size_t>(Fmt::element_bits) / 8, codes, m);
-    for (std::size_t j = 0; j < m; ++j) detail::mx_store(out[i + j], Fmt::decode_element(codes[j]) * x);
+    for (std::size_t j = 0; j < m; ++j)
+      detail::mx_store(out[i + j], detail::mx_scaled_float(Fmt::unpack_element(codes[j]), s));
   }
 }
 

@@ -158,7 +158,7 @@ template <class Src>
     r.status = errc::bad_argument;
     return r;
   }
-  return nvfp4_tensor_scale_from_amax(detail::block_amax(src, n).amax, c);
+  return nvfp4_tensor_scale_from_amax(detail::mx_block_amax(src, n).amax, c);
 }
 
 // The same scale in the other convention: 1 / value, rounded to float (so converting twice need
@@ -205,7 +205,7 @@ inline float nvfp4_effective_scale(std::uint8_t scale_code, nvfp4_tensor_scale t
 template <class Src>
 inline std::uint8_t nvfp4_quantize_block(const Src* x, std::uint8_t* elements, nvfp4_tensor_scale t,
                                          const nvfp4_options& o = {}) noexcept {
-  const detail::block_amax_result a = detail::block_amax(x, nvfp4_block_size);
+  const detail::mx_amax_result a = detail::mx_block_amax(x, nvfp4_block_size);
   if (!a.finite) {
     for (std::size_t j = 0; j < nvfp4_block_size / 2; ++j) elements[j] = 0;
     return nvfp4_nan_scale;
