@@ -29,7 +29,6 @@
 #ifndef LOWBIT_SCHEMES_MX_HPP
 #define LOWBIT_SCHEMES_MX_HPP
 
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>

@@ -21,6 +21,9 @@
 //   multiplier (compressed-tensors) target = (block_amax / 6) * g     D = scale_b / g
 //   both                            q_i = E2M1(x_i / D)               x_i ~= q_i * D
 //
+// Being float32 arithmetic, these depend on FTZ/DAZ where an intermediate is a float subnormal
+// (subnormal inputs, or tensor scales far below 2^-100); MX does not.
+//
 // Special cases:
 //  - A block holding NaN or Inf gets the E4M3 NaN scale 0x7F and element codes 0; it decodes to
 //    NaN everywhere (0 * NaN = NaN). The call succeeds unless non_finite_is_error is set.
