@@ -26,6 +26,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -34,6 +35,7 @@
 #include "../core/status.hpp"
 #include "../formats/types.hpp"
 #include "../kernels/int_group.hpp"
+#include "../kernels/integer_dispatch.hpp"
 #include "layouts.hpp"
 
 namespace lowbit {
@@ -314,7 +316,8 @@ inline bool is_stored_scale(float v, scale_storage fmt) noexcept {
 // (finite), spanning [lo, hi].
 [[nodiscard]] inline result<int_group_codec> choose_int_codec(const float* x, std::size_t n, float lo, float hi,
                                                               const int_params& p, const std::uint32_t* random_bits,
-                                                              const int_kernels& k = reference_int_kernels()) noexcept {
+                                                              const int_kernels& k = active_int_kernels()) noexcept {
+  const kernels::int_env env(k);
   result<int_group_codec> best = make_int_codec(lo, hi, p);
   if (!best.ok() || p.search != scale_search::mse_grid || best.value.scale == 0.0f) return best;
   const double norm = p.search_norm;
@@ -372,6 +375,101 @@ inline bool is_stored_scale(float v, scale_storage fmt) noexcept {
 
 // ---------------------------------------------------------------------------------------------
 // Bulk operations on a [rows, cols] row-major matrix: the allocation-free core
+//
+// Each takes the int_kernels table to run (default: active_int_kernels(), the AVX2 table on the
+// AVX2 path). With the AVX2 table, whole-matrix kernels stand in for the per-group loop where they
+// apply (symmetric minmax quantization, dequantization); they give the same bytes, and leave the
+// groups they cannot do exactly (NaN, Inf, scale overflow, tiny values) to the loop below.
+
+namespace detail {
+
+inline kernels::int_scale_format kernel_scale_format(scale_storage f) noexcept {
+  switch (f) {
+    case scale_storage::float32: break;
+    case scale_storage::float16: return kernels::int_scale_format::float16;
+    case scale_storage::bfloat16: return kernels::int_scale_format::bfloat16;
+  }
+  return kernels::int_scale_format::float32;
+}
+
+// The whole-matrix job for the symmetric minmax schemes (restricted or full range), when k is a
+// SIMD table; false otherwise.
+inline bool symmetric_job(const int_params& p, const int_kernels& k, std::size_t len,
+                          kernels::int_symmetric_job* j) noexcept {
+  if (!kernels::int_fused(k) || p.scheme != int_scheme::symmetric || p.range == int_range::signed_extreme ||
+      p.search != scale_search::minmax)
+    return false;
+  const double half = symmetric_zero_point(p.bits);
+  j->group_length = len;
+  j->divisor = static_cast<float>(p.range == int_range::restricted ? half - 1.0 : half - 0.5);  // exact
+  j->zero_point = symmetric_zero_point(p.bits);
+  j->code_min = p.range == int_range::restricted ? 1 : 0;
+  j->code_max = max_code(p.bits);
+  j->scale_format = kernel_scale_format(p.scale_format);
+  j->rm = p.rm;
+  return true;
+}
+
+// The whole-matrix dequantization job, when k is a SIMD table; false otherwise.
+inline bool dequantize_job(const int_params& p, const int_kernels& k, std::size_t len, const float* scales,
+                           const float* zeros, kernels::int_dequantize_job* j) noexcept {
+  if (!kernels::int_fused(k)) return false;
+  j->group_length = len;
+  j->scales = scales;
+  j->zeros = has_zero_points(p) ? zeros : nullptr;
+  j->zeros_are_offsets = p.scheme == int_scheme::affine_offset;
+  j->zero_point = symmetric_zero_point(p.bits);
+  j->code_min = p.scheme == int_scheme::symmetric && p.range == int_range::restricted ? 1 : 0;
+  j->code_max = max_code(p.bits);
+  j->scale_format = kernel_scale_format(p.scale_format);
+  return true;
+}
+
+// The codec of one group of quantize_int (range, then choose_int_codec).
+inline result<int_group_codec> group_codec(const float* xg, std::size_t len, const int_params& p,
+                                           const std::uint32_t* rg, const int_kernels& k) noexcept {
+  float lo = 0.0f;
+  float hi = 0.0f;
+  if (!k.range(xg, len, &lo, &hi)) {
+    result<int_group_codec> r;
+    r.status = errc::non_finite_input;
+    return r;
+  }
+  return choose_int_codec(xg, len, lo, hi, p, rg, k);
+}
+
+// Writes n codes of `bits` bits at code position `first` of a pack_codes stream, leaving the
+// other bits of the bytes it shares with neighbours as they are.
+inline void put_codes(const std::uint8_t* codes, std::size_t n, int bits, std::uint8_t* out,
+                      std::size_t first) noexcept {
+  if (bits == 8) {
+    for (std::size_t i = 0; i < n; ++i) out[first + i] = codes[i];
+    return;
+  }
+  const std::size_t b = static_cast<std::size_t>(bits);
+  const unsigned mask = (1u << bits) - 1u;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t bit = b * (first + i);
+    const unsigned shift = static_cast<unsigned>(bit % 8u);
+    const unsigned v = codes[i] & mask;
+    std::uint8_t& lo = out[bit / 8u];
+    lo = static_cast<std::uint8_t>((lo & ~(mask << shift)) | (v << shift));
+    if (shift + b > 8u) {
+      std::uint8_t& hi = out[bit / 8u + 1u];
+      hi = static_cast<std::uint8_t>((hi & ~(mask >> (8u - shift))) | (v >> (8u - shift)));
+    }
+  }
+}
+
+// Writes y[0..n) from floats: the floats themselves, or bfloat16 rounded to nearest even.
+inline void store_values(float* y, const float* v, std::size_t n) noexcept {
+  for (std::size_t i = 0; i < n; ++i) y[i] = v[i];
+}
+inline void store_values(bfloat16* y, const float* v, std::size_t n) noexcept {
+  for (std::size_t i = 0; i < n; ++i) y[i] = encode<bfloat16>(v[i]);
+}
+
+}  // namespace detail
 
 // Quantizes x: codes gets rows*cols codes (one per byte, row-major), scales and zeros one value
 // per group (int_groups().group_count, groups in row-major order: [rows, cols/G] for per_group).
@@ -382,22 +480,69 @@ inline bool is_stored_scale(float v, scale_storage fmt) noexcept {
 [[nodiscard]] inline status quantize_int(const float* x, std::size_t rows, std::size_t cols, const int_params& p,
                                          std::uint8_t* codes, float* scales, float* zeros,
                                          const std::uint32_t* random_bits = nullptr,
-                                         const int_kernels& k = reference_int_kernels()) noexcept {
+                                         const int_kernels& k = active_int_kernels()) noexcept {
+  const kernels::int_env env(k);  // MXCSR-independent with a SIMD table
   const result<int_grouping> g = int_groups(p, rows, cols);
   if (!g.ok()) return g.status;
   if (x == nullptr || codes == nullptr || scales == nullptr || (has_zero_points(p) && zeros == nullptr))
     return errc::bad_argument;
   const std::size_t len = g.value.group_length;
   const std::uint32_t* rb = p.rm == rounding::stochastic ? random_bits : nullptr;
+  kernels::int_symmetric_job job;
+  const bool fused = detail::symmetric_job(p, k, len, &job);
+  job.x = x;
+  job.random_bits = rb;
+  job.codes = codes;
+  job.scales = scales;
   for (std::size_t i = 0; i < g.value.group_count; ++i) {
+    if (fused && (i = kernels::quantize_symmetric(job, i, g.value.group_count)) == g.value.group_count) break;
     const float* xg = x + i * len;
     const std::uint32_t* rg = rb != nullptr ? rb + i * len : nullptr;
-    float lo = 0.0f;
-    float hi = 0.0f;
-    if (!k.range(xg, len, &lo, &hi)) return errc::non_finite_input;
-    const result<int_group_codec> c = choose_int_codec(xg, len, lo, hi, p, rg, k);
+    const result<int_group_codec> c = detail::group_codec(xg, len, p, rg, k);
     if (!c.ok()) return c.status;
     k.quantize(xg, len, c.value, rg, codes + i * len);
+    scales[i] = c.value.scale;
+    if (zeros != nullptr && has_zero_points(p))
+      zeros[i] = c.value.has_offset ? c.value.offset : static_cast<float>(c.value.zero_point);
+  }
+  return status{};
+}
+
+// quantize_int followed by pack_codes, in one pass and without the one-code-per-byte buffer:
+// packed gets packed_bytes(rows*cols, p.bits) bytes in pack_codes' layout (INT4: sequential
+// nibbles; INT8: the codes). Same parameters and errors as quantize_int.
+[[nodiscard]] inline status quantize_int_packed(const float* x, std::size_t rows, std::size_t cols,
+                                                const int_params& p, std::uint8_t* packed, float* scales,
+                                                float* zeros, const std::uint32_t* random_bits = nullptr,
+                                                const int_kernels& k = active_int_kernels()) noexcept {
+  const kernels::int_env env(k);  // MXCSR-independent with a SIMD table
+  const result<int_grouping> g = int_groups(p, rows, cols);
+  if (!g.ok()) return g.status;
+  if (x == nullptr || packed == nullptr || scales == nullptr || (has_zero_points(p) && zeros == nullptr))
+    return errc::bad_argument;
+  const std::size_t len = g.value.group_length;
+  const std::uint32_t* rb = p.rm == rounding::stochastic ? random_bits : nullptr;
+  packed[packed_bytes(rows * cols, p.bits) - 1] = 0;  // its unused high bits stay zero
+  kernels::int_symmetric_job job;
+  const bool fused = (p.bits == 8 || (p.bits == 4 && len % 2 == 0)) && detail::symmetric_job(p, k, len, &job);
+  job.x = x;
+  job.random_bits = rb;
+  job.codes = packed;
+  job.pack_nibbles = p.bits == 4;
+  job.scales = scales;
+  constexpr std::size_t chunk = 256;
+  std::uint8_t buffer[chunk];
+  for (std::size_t i = 0; i < g.value.group_count; ++i) {
+    if (fused && (i = kernels::quantize_symmetric(job, i, g.value.group_count)) == g.value.group_count) break;
+    const float* xg = x + i * len;
+    const std::uint32_t* rg = rb != nullptr ? rb + i * len : nullptr;
+    const result<int_group_codec> c = detail::group_codec(xg, len, p, rg, k);
+    if (!c.ok()) return c.status;
+    for (std::size_t done = 0; done < len; done += chunk) {
+      const std::size_t m = len - done < chunk ? len - done : chunk;
+      k.quantize(xg + done, m, c.value, rg != nullptr ? rg + done : nullptr, buffer);
+      detail::put_codes(buffer, m, p.bits, packed, i * len + done);
+    }
     scales[i] = c.value.scale;
     if (zeros != nullptr && has_zero_points(p))
       zeros[i] = c.value.has_offset ? c.value.offset : static_cast<float>(c.value.zero_point);
@@ -411,7 +556,8 @@ inline bool is_stored_scale(float v, scale_storage fmt) noexcept {
 [[nodiscard]] inline status quantize_int_fixed(const float* x, std::size_t rows, std::size_t cols,
                                                const int_params& p, const float* scales, const float* zeros,
                                                std::uint8_t* codes, const std::uint32_t* random_bits = nullptr,
-                                               const int_kernels& k = reference_int_kernels()) noexcept {
+                                               const int_kernels& k = active_int_kernels()) noexcept {
+  const kernels::int_env env(k);  // MXCSR-independent with a SIMD table
   const result<int_grouping> g = int_groups(p, rows, cols);
   if (!g.ok()) return g.status;
   if (x == nullptr || codes == nullptr || scales == nullptr || (has_zero_points(p) && zeros == nullptr))
@@ -433,18 +579,77 @@ inline bool is_stored_scale(float v, scale_storage fmt) noexcept {
 // above 2^b-1 just gives a value off the grid); the stored parameters are, as stored_int_codec.
 [[nodiscard]] inline status dequantize_int(const std::uint8_t* codes, std::size_t rows, std::size_t cols,
                                            const int_params& p, const float* scales, const float* zeros, float* y,
-                                           const int_kernels& k = reference_int_kernels()) noexcept {
+                                           const int_kernels& k = active_int_kernels()) noexcept {
+  const kernels::int_env env(k);  // MXCSR-independent with a SIMD table
   const result<int_grouping> g = int_groups(p, rows, cols);
   if (!g.ok()) return g.status;
   if (codes == nullptr || y == nullptr || scales == nullptr || (has_zero_points(p) && zeros == nullptr))
     return errc::bad_argument;
   const std::size_t len = g.value.group_length;
+  kernels::int_dequantize_job job;
+  const bool fused = detail::dequantize_job(p, k, len, scales, zeros, &job);
+  job.codes = codes;
+  job.y = y;
   for (std::size_t i = 0; i < g.value.group_count; ++i) {
+    if (fused && (i = kernels::dequantize_groups(job, i, g.value.group_count)) == g.value.group_count) break;
     const result<int_group_codec> c = stored_int_codec(scales[i], has_zero_points(p) ? zeros[i] : 0.0f, p);
     if (!c.ok()) return c.status;
     k.dequantize(codes + i * len, len, c.value, y + i * len);
   }
   return status{};
+}
+
+namespace detail {
+template <class T>
+inline status dequantize_int_packed(const std::uint8_t* packed, std::size_t rows, std::size_t cols,
+                                    const int_params& p, const float* scales, const float* zeros, T* y,
+                                    const int_kernels& k) noexcept {
+  const kernels::int_env env(k);  // MXCSR-independent with a SIMD table
+  const result<int_grouping> g = int_groups(p, rows, cols);
+  if (!g.ok()) return g.status;
+  if (packed == nullptr || y == nullptr || scales == nullptr || (has_zero_points(p) && zeros == nullptr))
+    return errc::bad_argument;
+  const std::size_t len = g.value.group_length;
+  kernels::int_dequantize_job job;
+  const bool fused = (p.bits == 8 || (p.bits == 4 && len % 2 == 0)) && dequantize_job(p, k, len, scales, zeros, &job);
+  job.codes = packed;
+  job.packed_nibbles = p.bits == 4;
+  if constexpr (std::is_same<T, float>::value) {
+    job.y = y;
+  } else {
+    job.y_bf16 = reinterpret_cast<std::uint16_t*>(y);  // written by memcpy and vector stores only
+  }
+  constexpr std::size_t chunk = 256;
+  std::uint8_t codes[chunk];
+  float vals[chunk];
+  for (std::size_t i = 0; i < g.value.group_count; ++i) {
+    if (fused && (i = kernels::dequantize_groups(job, i, g.value.group_count)) == g.value.group_count) break;
+    const result<int_group_codec> c = stored_int_codec(scales[i], has_zero_points(p) ? zeros[i] : 0.0f, p);
+    if (!c.ok()) return c.status;
+    for (std::size_t done = 0; done < len; done += chunk) {
+      const std::size_t m = len - done < chunk ? len - done : chunk;
+      const std::size_t first = i * len + done;
+      if (status s = unpack_codes(packed, first, m, p.bits, codes); !s) return s;
+      k.dequantize(codes, m, c.value, vals);
+      store_values(y + first, vals, m);
+    }
+  }
+  return status{};
+}
+}  // namespace detail
+
+// The values of codes packed as quantize_int_packed writes them (what dequantize_int gives for
+// the unpacked codes), as float32, or as bfloat16 rounded to nearest even. Same parameters and
+// errors as dequantize_int.
+[[nodiscard]] inline status dequantize_int_packed(const std::uint8_t* packed, std::size_t rows, std::size_t cols,
+                                                  const int_params& p, const float* scales, const float* zeros,
+                                                  float* y, const int_kernels& k = active_int_kernels()) noexcept {
+  return detail::dequantize_int_packed(packed, rows, cols, p, scales, zeros, y, k);
+}
+[[nodiscard]] inline status dequantize_int_packed(const std::uint8_t* packed, std::size_t rows, std::size_t cols,
+                                                  const int_params& p, const float* scales, const float* zeros,
+                                                  bfloat16* y, const int_kernels& k = active_int_kernels()) noexcept {
+  return detail::dequantize_int_packed(packed, rows, cols, p, scales, zeros, y, k);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -529,12 +734,10 @@ class quantized_matrix {
       r.status = errc::bad_argument;
       return r;
     }
-    std::vector<std::uint8_t> codes(n);
     quantized_matrix& m = r.value;
     m.init(rows, cols, p, g.value);
-    r.status = quantize_int(x, rows, cols, p, codes.data(), m.scales_.data(),
-                            has_zero_points(p) ? m.zeros_.data() : nullptr, random_bits);
-    if (r.ok()) r.status = pack_codes(codes.data(), n, p.bits, m.codes_.data());
+    r.status = quantize_int_packed(x, rows, cols, p, m.codes_.data(), m.scales_.data(),
+                                   has_zero_points(p) ? m.zeros_.data() : nullptr, random_bits);
     if (!r.ok()) m = quantized_matrix{};
     return r;
   }
@@ -595,18 +798,10 @@ class quantized_matrix {
 
   // Writes the rows*cols dequantized values (n must equal size(): errc::size_mismatch; an empty
   // matrix: errc::empty_input).
-  [[nodiscard]] status dequantize(float* y, std::size_t n) const {
-    return dequantize_chunks(y, n, [](float* dst, const float* src, std::size_t k) {
-      for (std::size_t i = 0; i < k; ++i) dst[i] = src[i];
-    });
-  }
+  [[nodiscard]] status dequantize(float* y, std::size_t n) const { return dequantize_values(y, n); }
 
   // The same, rounded to bfloat16 (nearest even).
-  [[nodiscard]] status dequantize(bfloat16* y, std::size_t n) const {
-    return dequantize_chunks(y, n, [](bfloat16* dst, const float* src, std::size_t k) {
-      for (std::size_t i = 0; i < k; ++i) dst[i] = encode<bfloat16>(src[i]);
-    });
-  }
+  [[nodiscard]] status dequantize(bfloat16* y, std::size_t n) const { return dequantize_values(y, n); }
 
   std::size_t rows() const noexcept { return rows_; }
   std::size_t cols() const noexcept { return cols_; }
@@ -655,29 +850,13 @@ class quantized_matrix {
     zeros_.assign(has_zero_points(p) ? g.group_count : 0, 0.0f);
   }
 
-  // Dequantizes group by group, in chunks of 256 codes unpacked on the stack, handing each
-  // chunk's floats to store(dst, src, count).
-  template <class T, class Store>
-  status dequantize_chunks(T* y, std::size_t n, Store store) const {
+  template <class T>
+  status dequantize_values(T* y, std::size_t n) const noexcept {
     if (empty()) return errc::empty_input;
     if (n != size()) return errc::size_mismatch;
     if (y == nullptr) return errc::bad_argument;
-    constexpr std::size_t chunk = 256;
-    std::uint8_t codes[chunk];
-    float vals[chunk];
-    const std::size_t len = grouping_.group_length;
-    for (std::size_t g = 0; g < grouping_.group_count; ++g) {
-      const result<int_group_codec> c = stored_int_codec(scales_[g], zeros_.empty() ? 0.0f : zeros_[g], params_);
-      if (!c.ok()) return c.status;
-      for (std::size_t done = 0; done < len; done += chunk) {
-        const std::size_t k = len - done < chunk ? len - done : chunk;
-        const std::size_t first = g * len + done;
-        if (status s = unpack_codes(codes_.data(), first, k, params_.bits, codes); !s) return s;
-        reference_int_kernels().dequantize(codes, k, c.value, vals);
-        store(y + first, vals, k);
-      }
-    }
-    return status{};
+    return dequantize_int_packed(codes_.data(), rows_, cols_, params_, scales_.data(),
+                                 zeros_.empty() ? nullptr : zeros_.data(), y);
   }
 
   std::size_t rows_ = 0;

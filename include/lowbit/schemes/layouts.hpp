@@ -16,6 +16,8 @@
 //   ggml Q8_0     32-element blocks {fp16 d; 32 int8}.
 //
 // Nothing here allocates or throws; every function that can reject its input returns a status.
+// The ggml block functions run AVX2 kernels when lowbit::active_isa() selects them
+// (kernels/integer_dispatch.hpp); the loops below are the reference, and both give the same bytes.
 #ifndef LOWBIT_SCHEMES_LAYOUTS_HPP
 #define LOWBIT_SCHEMES_LAYOUTS_HPP
 
@@ -26,6 +28,7 @@
 #include "../core/packing.hpp"
 #include "../core/status.hpp"
 #include "../formats/types.hpp"
+#include "../kernels/integer_dispatch.hpp"
 
 namespace lowbit {
 
@@ -348,6 +351,7 @@ inline float ggml_scale_value(std::uint16_t bits) noexcept { return static_cast<
 // conversion. n must be a multiple of 32.
 [[nodiscard]] inline status ggml_quantize_q4_0(const float* x, std::size_t n, ggml_block_q4_0* y) noexcept {
   if (status s = detail::check_ggml_args(x, y, n); !s) return s;
+  if (errc e = errc::ok; kernels::try_ggml_quantize_q4_0(x, n / ggml_block_size, y, &e)) return e;
   for (std::size_t b = 0; b < n / ggml_block_size; ++b) {
     const float* xb = x + b * ggml_block_size;
     if (!detail::block_finite(xb)) return errc::non_finite_input;
@@ -380,6 +384,7 @@ inline float ggml_scale_value(std::uint16_t bits) noexcept { return static_cast<
 // dequantize_row_q4_0: y[j] = (code(j) - 8) * d.
 [[nodiscard]] inline status ggml_dequantize_q4_0(const ggml_block_q4_0* x, std::size_t n, float* y) noexcept {
   if (status s = detail::check_ggml_args(x, y, n); !s) return s;
+  if (kernels::try_ggml_dequantize_q4_0(x, n / ggml_block_size, y)) return status{};
   for (std::size_t b = 0; b < n / ggml_block_size; ++b) {
     const float d = detail::ggml_scale_value(x[b].d);
     float* yb = y + b * ggml_block_size;
@@ -396,6 +401,7 @@ inline float ggml_scale_value(std::uint16_t bits) noexcept { return static_cast<
 // as ggml_quantize_q4_0 (q is clamped to -127..127 where ggml's conversion would be undefined).
 [[nodiscard]] inline status ggml_quantize_q8_0(const float* x, std::size_t n, ggml_block_q8_0* y) noexcept {
   if (status s = detail::check_ggml_args(x, y, n); !s) return s;
+  if (errc e = errc::ok; kernels::try_ggml_quantize_q8_0(x, n / ggml_block_size, y, &e)) return e;
   for (std::size_t b = 0; b < n / ggml_block_size; ++b) {
     const float* xb = x + b * ggml_block_size;
     if (!detail::block_finite(xb)) return errc::non_finite_input;
@@ -419,6 +425,7 @@ inline float ggml_scale_value(std::uint16_t bits) noexcept { return static_cast<
 // dequantize_row_q8_0: y[j] = q[j] * d.
 [[nodiscard]] inline status ggml_dequantize_q8_0(const ggml_block_q8_0* x, std::size_t n, float* y) noexcept {
   if (status s = detail::check_ggml_args(x, y, n); !s) return s;
+  if (kernels::try_ggml_dequantize_q8_0(x, n / ggml_block_size, y)) return status{};
   for (std::size_t b = 0; b < n / ggml_block_size; ++b) {
     const float d = detail::ggml_scale_value(x[b].d);
     for (std::size_t j = 0; j < ggml_block_size; ++j)

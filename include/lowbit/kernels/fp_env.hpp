@@ -1,0 +1,85 @@
+// lowbit: running a kernel in the IEEE 754 default floating-point environment, whatever the
+// caller's MXCSR says.
+//
+// The integer schemes are defined by IEEE float arithmetic in the default environment (round to
+// nearest even, subnormals honoured): one division x / s per element, a product (u - z) * s per
+// element, conversions of floats to double. Hardware does exactly that only while MXCSR holds its
+// default control bits; flush-to-zero (FTZ) and denormals-are-zero (DAZ), which inference engines
+// commonly set, change the result wherever an operand or a result is subnormal, and a directed
+// rounding control changes every inexact result. So each SIMD entry point that does float
+// arithmetic opens an ieee_scope: it reads MXCSR (STMXCSR, under a nanosecond) and only when the
+// control bits differ from the default loads the default for the duration of the call and puts
+// the caller's control bits back afterwards (two LDMXCSR, a few nanoseconds). The exception
+// flags the kernel raised are kept; exception masks are restored (every exception is masked
+// inside, so a kernel never traps).
+//
+// Ordering: the work a scope protects must not be moved across its boundaries by the compiler.
+// The scope's constructor and destructor carry a compiler barrier, and the protected work is done
+// by functions with a different target attribute (LOWBIT_TARGET_AVX2), which the compiler cannot
+// inline into the non-AVX2 function holding the scope, so they stay ordinary calls between the
+// two MXCSR writes.
+#ifndef LOWBIT_KERNELS_FP_ENV_HPP
+#define LOWBIT_KERNELS_FP_ENV_HPP
+
+#include "../core/cpu.hpp"
+
+#if LOWBIT_HAS_AVX2_KERNELS
+
+#include <xmmintrin.h>
+
+#if defined(_MSC_VER) && !defined(__clang__)
+#include <intrin.h>
+#endif
+
+// STMXCSR/LDMXCSR need SSE, which x86-64 always has; 32-bit builds get it per function.
+#if defined(__GNUC__) || defined(__clang__)
+#define LOWBIT_TARGET_SSE __attribute__((target("sse")))
+#else
+#define LOWBIT_TARGET_SSE
+#endif
+
+namespace lowbit {
+namespace kernels {
+
+namespace detail {
+inline void compiler_barrier() noexcept {
+#if defined(__GNUC__) || defined(__clang__)
+  __asm__ __volatile__("" ::: "memory");
+#elif defined(_MSC_VER)
+  _ReadWriteBarrier();
+#endif
+}
+}  // namespace detail
+
+// MXCSR fields: flags 0x003F, DAZ 0x0040, exception masks 0x1F80, rounding control 0x6000,
+// FTZ 0x8000. The default control word is 0x1F80: all exceptions masked, round to nearest even,
+// no FTZ, no DAZ.
+class ieee_scope {
+ public:
+  static constexpr unsigned control_bits = 0xFFC0u;
+  static constexpr unsigned flag_bits = 0x003Fu;
+  static constexpr unsigned default_control = 0x1F80u;
+
+  // active == false: does nothing (for callers that decide at run time).
+  LOWBIT_TARGET_SSE explicit ieee_scope(bool active = true) noexcept
+      : saved_(active ? _mm_getcsr() : default_control) {
+    if ((saved_ & control_bits) != default_control) _mm_setcsr(default_control | (saved_ & flag_bits));
+    detail::compiler_barrier();
+  }
+  LOWBIT_TARGET_SSE ~ieee_scope() {
+    detail::compiler_barrier();
+    if ((saved_ & control_bits) != default_control) _mm_setcsr(saved_ | (_mm_getcsr() & flag_bits));
+  }
+  ieee_scope(const ieee_scope&) = delete;
+  ieee_scope& operator=(const ieee_scope&) = delete;
+
+ private:
+  unsigned saved_;
+};
+
+}  // namespace kernels
+}  // namespace lowbit
+
+#endif  // LOWBIT_HAS_AVX2_KERNELS
+
+#endif  // LOWBIT_KERNELS_FP_ENV_HPP
