@@ -1,0 +1,182 @@
+// lowbit: which instruction set the bulk operations use, decided at run time.
+//
+// The kernels under kernels/ exist in a portable scalar version (the reference that defines every
+// result) and, on x86-64, an AVX2 version compiled with function-level target attributes, so a
+// program built with the compiler's default flags still runs the AVX2 code on a CPU that has it.
+// The CPU is queried once; every bulk call then reads one atomic.
+//
+//   lowbit::active_isa()            the path bulk calls take now
+//   lowbit::set_isa(lowbit::isa::scalar)    force the reference path (process-wide)
+//   lowbit::scoped_isa s{lowbit::isa::scalar};  the same until s goes out of scope
+//   LOWBIT_FORCE_SCALAR=1           environment variable, read once: start on the scalar path
+//
+// Compile-time switches (define before including any lowbit header, the same in every TU):
+//   LOWBIT_SCALAR_ONLY   never compile or run SIMD code.
+//   LOWBIT_AVX2_ONLY     assume AVX2+FMA+F16C without asking the CPU (for builds with -mavx2;
+//                        set_isa(isa::scalar) still works).
+// Under nvcc/hipcc (host and device passes alike) and on non-x86 targets everything is scalar.
+// MSVC has no function-level target attribute: there the AVX2 kernels are compiled only under
+// /arch:AVX2 (which defines __AVX2__), and then used without a CPU check.
+#ifndef LOWBIT_CORE_CPU_HPP
+#define LOWBIT_CORE_CPU_HPP
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+
+#include "config.hpp"
+
+#if defined(LOWBIT_SCALAR_ONLY) && defined(LOWBIT_AVX2_ONLY)
+#error "lowbit: LOWBIT_SCALAR_ONLY and LOWBIT_AVX2_ONLY exclude each other"
+#endif
+
+// LOWBIT_HAS_AVX2_KERNELS: 1 when this translation unit compiles the AVX2 kernels.
+// LOWBIT_TARGET_AVX2: the attribute every function that uses AVX2 intrinsics carries.
+// LOWBIT_AVX2_ASSUMED: 1 when no run-time check is made.
+#if !defined(LOWBIT_SCALAR_ONLY) && !LOWBIT_DEVICE_COMPILER && \
+    (defined(__x86_64__) || defined(__i386__) || defined(_M_X64) || defined(_M_IX86))
+#if defined(__GNUC__) || defined(__clang__)
+#define LOWBIT_HAS_AVX2_KERNELS 1
+#define LOWBIT_TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
+#if defined(LOWBIT_AVX2_ONLY)
+#define LOWBIT_AVX2_ASSUMED 1
+#endif
+#elif defined(_MSC_VER) && defined(__AVX2__)
+#define LOWBIT_HAS_AVX2_KERNELS 1
+#define LOWBIT_TARGET_AVX2
+#define LOWBIT_AVX2_ASSUMED 1
+#endif
+#endif
+
+#ifndef LOWBIT_HAS_AVX2_KERNELS
+#define LOWBIT_HAS_AVX2_KERNELS 0
+#endif
+#if LOWBIT_HAS_AVX2_KERNELS && !LOWBIT_AVX2_ASSUMED
+#include <cpuid.h>  // the compiler's CPUID wrapper (GCC and clang)
+#endif
+#ifndef LOWBIT_AVX2_ASSUMED
+#define LOWBIT_AVX2_ASSUMED 0
+#endif
+
+namespace lowbit {
+
+// An instruction-set path of the bulk kernels. Ordered: a later one can run everything an
+// earlier one can. Reserved for later, in this order: avx512 (x86-64 AVX-512 F/BW/VL), and
+// neon (AArch64) as a separate branch of the same scheme.
+enum class isa : std::uint8_t {
+  scalar,  // portable C++, the reference
+  avx2     // x86-64 AVX2 + FMA + F16C (Intel Haswell, AMD Zen and later)
+};
+
+constexpr const char* isa_name(isa i) noexcept {
+  switch (i) {
+    case isa::scalar: return "scalar";
+    case isa::avx2: return "avx2";
+  }
+  return "unknown";
+}
+
+namespace detail {
+
+// The best path this build and this CPU support, ignoring overrides. Queried once.
+inline isa query_cpu_isa() noexcept {
+#if LOWBIT_HAS_AVX2_KERNELS
+#if LOWBIT_AVX2_ASSUMED
+  return isa::avx2;
+#else
+  // libgcc / compiler-rt check that the OS saves the YMM state (XGETBV) before reporting AVX2.
+  // clang 14 knows no "f16c" feature string, so F16C comes from CPUID leaf 1, ECX bit 29.
+  __builtin_cpu_init();
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & (1u << 29)) != 0;
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
+  return avx2 ? isa::avx2 : isa::scalar;
+#endif
+#else
+  return isa::scalar;
+#endif
+}
+
+inline isa cpu_isa() noexcept {
+  static const isa best = query_cpu_isa();
+  return best;
+}
+
+// LOWBIT_FORCE_SCALAR set to anything but "" or "0" starts the process on the scalar path.
+inline bool scalar_forced_by_environment() noexcept {
+#if defined(_MSC_VER)
+#pragma warning(push)
+#pragma warning(disable : 4996)  // getenv: we only read, once
+#endif
+  const char* v = std::getenv("LOWBIT_FORCE_SCALAR");
+#if defined(_MSC_VER)
+#pragma warning(pop)
+#endif
+  return v != nullptr && v[0] != '\0' && !(v[0] == '0' && v[1] == '\0');
+}
+
+inline isa default_isa() noexcept {
+  static const isa d = scalar_forced_by_environment() ? isa::scalar : cpu_isa();
+  return d;
+}
+
+// -1: no override (use default_isa()); otherwise the isa's value. Constant-initialised.
+inline std::atomic<int> isa_override{-1};
+
+}  // namespace detail
+
+// The best path this build and this CPU support (what active_isa() is without overrides and
+// without LOWBIT_FORCE_SCALAR).
+inline isa detected_isa() noexcept { return detail::cpu_isa(); }
+
+// Whether bulk operations can run on path i here.
+inline bool is_supported(isa i) noexcept { return static_cast<int>(i) <= static_cast<int>(detail::cpu_isa()); }
+
+// The path bulk operations take now.
+inline isa active_isa() noexcept {
+  const int v = detail::isa_override.load(std::memory_order_relaxed);
+  return v < 0 ? detail::default_isa() : static_cast<isa>(v);
+}
+
+// Selects the path for the whole process and returns the previous one. A path this build or CPU
+// does not support selects the best supported one instead (so set_isa(isa::avx2) is "the fastest
+// available", never a crash). Calls in flight on other threads finish on the path they started.
+inline isa set_isa(isa i) noexcept {
+  const isa previous = active_isa();
+  const isa chosen = is_supported(i) ? i : detail::cpu_isa();
+  detail::isa_override.store(static_cast<int>(chosen), std::memory_order_relaxed);
+  return previous;
+}
+
+// Back to the default: the detected path, or scalar when LOWBIT_FORCE_SCALAR is set.
+inline void reset_isa() noexcept { detail::isa_override.store(-1, std::memory_order_relaxed); }
+
+// Selects a path until the end of the scope, then restores the previous selection (an override
+// or the default). Not thread-local: meant for tests and benchmarks that compare paths.
+class scoped_isa {
+ public:
+  explicit scoped_isa(isa i) noexcept : saved_(detail::isa_override.load(std::memory_order_relaxed)) {
+    (void)set_isa(i);
+  }
+  ~scoped_isa() { detail::isa_override.store(saved_, std::memory_order_relaxed); }
+  scoped_isa(const scoped_isa&) = delete;
+  scoped_isa& operator=(const scoped_isa&) = delete;
+
+ private:
+  int saved_;
+};
+
+namespace detail {
+// True when a bulk call should take the AVX2 kernels: they are compiled in and selected.
+inline bool use_avx2() noexcept {
+#if LOWBIT_HAS_AVX2_KERNELS
+  return active_isa() == isa::avx2;
+#else
+  return false;
+#endif
+}
+}  // namespace detail
+
+}  // namespace lowbit
+
+#endif  // LOWBIT_CORE_CPU_HPP

@@ -1,0 +1,124 @@
+// lowbit: helpers shared by the AVX2 kernels: moving 32 codes between bytes, 32-bit lanes and the
+// packed layouts of core/packing.hpp. Everything here carries LOWBIT_TARGET_AVX2 and is compiled
+// only when LOWBIT_HAS_AVX2_KERNELS is 1 (see core/cpu.hpp); callers dispatch on
+// lowbit::detail::use_avx2() before calling in.
+//
+// Writing a new AVX2 kernel (the integer, MX and NVFP4 schemes slot in the same way):
+//  1. put it in kernels/avx2_<topic>.hpp inside `#if LOWBIT_HAS_AVX2_KERNELS`, namespace
+//     lowbit::kernels::avx2, every function marked LOWBIT_TARGET_AVX2 (or LOWBIT_AVX2_INLINE for
+//     helpers), no floating-point arithmetic whose result depends on MXCSR (FTZ/DAZ, rounding);
+//  2. keep the scalar loop it must match in kernels/scalar.hpp (or the scheme's own header);
+//  3. in the public entry point: `if (detail::use_avx2()) return kernels::avx2::f(...);`
+//     under `#if LOWBIT_HAS_AVX2_KERNELS`, then the scalar call;
+//  4. add a test that runs both paths (lowbit::scoped_isa) under FTZ/DAZ set and clear.
+#ifndef LOWBIT_KERNELS_AVX2_COMMON_HPP
+#define LOWBIT_KERNELS_AVX2_COMMON_HPP
+
+#include "../core/cpu.hpp"
+
+#if LOWBIT_HAS_AVX2_KERNELS
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#if defined(__GNUC__) || defined(__clang__)
+#define LOWBIT_AVX2_INLINE LOWBIT_TARGET_AVX2 inline __attribute__((always_inline))
+#define LOWBIT_NOINLINE __attribute__((noinline))
+#else
+#define LOWBIT_AVX2_INLINE inline
+#define LOWBIT_NOINLINE __declspec(noinline)
+#endif
+
+namespace lowbit {
+namespace kernels {
+namespace avx2 {
+
+// 32 codes held one per 32-bit lane in c[0..3] (element k in lane k % 8 of c[k / 8]) -> 32 bytes
+// in element order. Values must lie in 0..255.
+LOWBIT_AVX2_INLINE __m256i pack_dwords_to_bytes(const __m256i c[4]) {
+  const __m256i c01 = _mm256_packus_epi32(c[0], c[1]);  // per lane: c0 half, c1 half
+  const __m256i c23 = _mm256_packus_epi32(c[2], c[3]);
+  const __m256i b = _mm256_packus_epi16(c01, c23);  // dwords: c0lo c1lo c2lo c3lo | c0hi c1hi c2hi c3hi
+  return _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+// 16 values in 32-bit lanes (a, b) -> 16 words in element order. Values must lie in 0..65535.
+LOWBIT_AVX2_INLINE __m256i pack_dwords_to_words(__m256i a, __m256i b) {
+  return _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xD8);
+}
+
+// Reorders 32 bytes so that zero-extending them with unpack{lo,hi}_epi8 and then
+// unpack{lo,hi}_epi16 yields the elements in order (see widen_bytes). The dword permutation
+// (0 2 4 6 | 1 3 5 7) undoes the in-lane interleaving of the two unpack levels.
+LOWBIT_AVX2_INLINE __m256i prepare_widen(__m256i bytes) {
+  return _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7));
+}
+
+// 32 bytes in element order -> the 32 values zero-extended into four vectors of 32-bit lanes.
+LOWBIT_AVX2_INLINE void widen_bytes(__m256i bytes, __m256i out[4]) {
+  const __m256i zero = _mm256_setzero_si256();
+  const __m256i p = prepare_widen(bytes);
+  const __m256i w0 = _mm256_unpacklo_epi8(p, zero);
+  const __m256i w1 = _mm256_unpackhi_epi8(p, zero);
+  out[0] = _mm256_unpacklo_epi16(w0, zero);
+  out[1] = _mm256_unpackhi_epi16(w0, zero);
+  out[2] = _mm256_unpacklo_epi16(w1, zero);
+  out[3] = _mm256_unpackhi_epi16(w1, zero);
+}
+
+// 32 4-bit codes (low nibble of each byte, element order) -> 16 bytes, element 2i in the low
+// nibble of byte i (pack_nibbles).
+LOWBIT_AVX2_INLINE void store_nibbles(std::uint8_t* dst, __m256i codes) {
+  const __m256i w = _mm256_maddubs_epi16(codes, _mm256_set1_epi16(0x1001));  // c[2i] + 16 c[2i+1]
+  const __m256i b = _mm256_permute4x64_epi64(_mm256_packus_epi16(w, w), 0x08);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm256_castsi256_si128(b));
+}
+
+// 16 bytes of packed nibbles -> 32 codes, one per byte, element order (unpack_nibbles).
+LOWBIT_AVX2_INLINE __m256i load_nibbles(const std::uint8_t* src) {
+  const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
+  const __m128i m = _mm_set1_epi8(0x0F);
+  const __m128i lo = _mm_and_si128(x, m);
+  const __m128i hi = _mm_and_si128(_mm_srli_epi16(x, 4), m);
+  return _mm256_set_m128i(_mm_unpackhi_epi8(lo, hi), _mm_unpacklo_epi8(lo, hi));
+}
+
+// 32 6-bit codes (one per byte, element order) -> 24 bytes, four codes per three bytes as a
+// little-endian bit stream (pack_sextets).
+LOWBIT_AVX2_INLINE void store_sextets(std::uint8_t* dst, __m256i codes) {
+  const __m256i w = _mm256_maddubs_epi16(codes, _mm256_set1_epi16(0x4001));  // c0 + 64 c1: 12 bits
+  const __m256i d = _mm256_madd_epi16(w, _mm256_set1_epi32(0x10000001));     // + 4096 (c2 + 64 c3)
+  const __m256i squeezed = _mm256_shuffle_epi8(
+      d, _mm256_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1,  //
+                          0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1));
+  const __m256i joined = _mm256_permutevar8x32_epi32(squeezed, _mm256_setr_epi32(0, 1, 2, 4, 5, 6, 7, 7));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm256_castsi256_si128(joined));
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(dst + 16), _mm256_extracti128_si256(joined, 1));
+}
+
+// 24 bytes of packed sextets -> 32 codes, one per byte, element order (unpack_sextets).
+// Reads exactly 24 bytes.
+LOWBIT_AVX2_INLINE __m256i load_sextets(const std::uint8_t* src) {
+  const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));       // bytes 0..15
+  const __m128i hi = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + 16));  // bytes 16..23
+  const __m256i x = _mm256_set_m128i(_mm_alignr_epi8(hi, lo, 12), lo);             // 0..11 | 12..23
+  // Each dword gets one 3-byte group: four codes at bits 0, 6, 12, 18.
+  const __m256i g = _mm256_shuffle_epi8(
+      x, _mm256_setr_epi8(0, 1, 2, -1, 3, 4, 5, -1, 6, 7, 8, -1, 9, 10, 11, -1,  //
+                          0, 1, 2, -1, 3, 4, 5, -1, 6, 7, 8, -1, 9, 10, 11, -1));
+  const __m256i c0 = _mm256_and_si256(g, _mm256_set1_epi32(0x3F));
+  const __m256i c1 = _mm256_and_si256(_mm256_slli_epi32(g, 2), _mm256_set1_epi32(0x3F00));
+  const __m256i c2 = _mm256_and_si256(_mm256_slli_epi32(g, 4), _mm256_set1_epi32(0x3F0000));
+  const __m256i c3 = _mm256_and_si256(_mm256_slli_epi32(g, 6), _mm256_set1_epi32(0x3F000000));
+  return _mm256_or_si256(_mm256_or_si256(c0, c1), _mm256_or_si256(c2, c3));
+}
+
+}  // namespace avx2
+}  // namespace kernels
+}  // namespace lowbit
+
+#endif  // LOWBIT_HAS_AVX2_KERNELS
+
+#endif  // LOWBIT_KERNELS_AVX2_COMMON_HPP
