@@ -4,6 +4,7 @@
 #define LOWBIT_LOWBIT_HPP
 
 #include "core/config.hpp"
+#include "core/cpu.hpp"
 #include "core/rounding.hpp"
 #include "core/status.hpp"
 #include "core/packing.hpp"

@@ -1,0 +1,1001 @@
+// lowbit: AVX2 kernels of the format conversions (float32 / float16 / bfloat16 <-> every lowbit
+// format, packed E2M1 and FP6). Bit-identical to kernels/scalar.hpp for every input.
+//
+// Encoding vectorizes formats/codec.hpp's encode_bits on the float's bit pattern, in integer
+// arithmetic only, so the result does not depend on MXCSR (FTZ, DAZ, rounding control). One
+// template serves every format; it reads nothing but the format_spec constants:
+//
+//   K = min_exponent + 127      float exponent field of the format's smallest normal
+//   m = clamp(field, 1, K)      the float's field, raised to 1 (float subnormals) and capped at K
+//   z = |x| - (m - 1) * 2^23    the float's significand, with the exponent above K kept on top
+//   s = 23 - M + K - m          bits of z below the format's ulp
+//   code = round(z >> s)        the codes are contiguous, so a carry moves into the exponent
+//
+// For a value in the format's normal range z >> s is the code itself (exponent field and mantissa
+// bits); below it z is the significand and s the subnormal shift. The rounding step adds a bias
+// before the variable shift (nearest modes) or derives the carry from the discarded bits scaled to
+// 32 bits (stochastic, exactly codec.hpp's floor(fraction * 2^32) + r >= 2^32). Overflow is a
+// minimum with a per-lane limit (max finite, or the Inf/NaN code right above it), NaN a blend.
+//
+// Decoding builds each value's bfloat16 pattern (every 4-, 6- and 8-bit format is exactly a
+// bfloat16; NaN is 0x7FC0 with the code's sign, as codec.hpp's pack_float) and widens it to
+// float32 by a 16-bit shift: arithmetic for the normal numbers, a vpshufb table for the
+// subnormals, and for the 4-bit format a 16-entry vpshufb table built from the scalar codec.
+//
+// Policies: all rounding modes, both overflow modes, and every special-value knob except
+// unsigned_input::invalid on unsigned formats (E8M0), which the dispatcher sends to the scalar
+// path (see supports_policy).
+#ifndef LOWBIT_KERNELS_AVX2_CONVERT_HPP
+#define LOWBIT_KERNELS_AVX2_CONVERT_HPP
+
+#include "../core/cpu.hpp"
+
+#if LOWBIT_HAS_AVX2_KERNELS
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "../core/packing.hpp"
+#include "../formats/minifloat.hpp"
+#include "../formats/spec.hpp"
+#include "avx2_common.hpp"
+
+#ifndef LOWBIT_PREFETCH_BYTES
+#define LOWBIT_PREFETCH_BYTES 2048
+#endif
+
+namespace lowbit {
+namespace kernels {
+namespace avx2 {
+
+// ------------------------------------------------------------------------------------------------
+// What the AVX2 path covers.
+
+template <class T>
+struct is_half_type : std::integral_constant<bool, std::is_same<T, minifloat<formats::binary16>>::value ||
+                                                      std::is_same<T, minifloat<formats::bfloat16>>::value> {};
+
+template <class T, class = void>
+struct is_byte_minifloat : std::false_type {};
+template <class F>
+struct is_byte_minifloat<minifloat<F>, void> : std::integral_constant<bool, (F::bits <= 8)> {};
+
+// Sources read directly: float32, float16 and bfloat16. Byte-sized formats are read too, but only
+// for decoding into float16 / bfloat16 (the other minifloat-to-minifloat pairs stay scalar).
+template <class From, class T>
+struct can_encode
+    : std::integral_constant<bool, is_minifloat<T>::value &&
+                                       (std::is_same<From, float>::value || is_half_type<From>::value ||
+                                        (is_byte_minifloat<From>::value && is_half_type<T>::value))> {};
+
+template <class F>
+struct can_decode : std::integral_constant<bool, (F::bits <= 8) || is_half_type<minifloat<F>>::value> {};
+
+// The one knob the kernels leave to the scalar path.
+template <class F>
+constexpr bool supports_policy(const policy& p) noexcept {
+  return F::is_signed || p.unsigned_input == unsigned_input::magnitude;
+}
+
+namespace detail {
+
+using lowbit::detail::inf_code;
+using lowbit::detail::nan_code;
+
+// ------------------------------------------------------------------------------------------------
+// Encoding: 8 float32 bit patterns -> 8 codes in 32-bit lanes.
+
+// How the largest allowed magnitude code is chosen per lane (see encode_lanes).
+enum class limit_mode : std::uint8_t {
+  constant,        // every lane: `limit`
+  inf_lanes,       // max finite, and the Inf code for +-Inf inputs
+  inf_or_positive  // max finite for negative finite inputs, else the Inf code
+};
+
+// The per-call constants of one conversion, as scalars (built outside the target functions).
+struct encode_setup {
+  std::uint32_t nan_pos = 0, nan_neg = 0;  // complete codes for +NaN and -NaN
+  std::uint32_t limit = 0;                 // limit_mode::constant: the largest magnitude code
+  std::uint32_t max_bits = 0;              // largest finite magnitude
+  std::uint32_t inf_step = 0;              // Inf code - max_bits: 1, or 0 where the format has no Inf/NaN
+  limit_mode mode = limit_mode::constant;
+};
+
+template <class F>
+constexpr encode_setup make_setup(const policy& p) noexcept {
+  encode_setup s;
+  s.nan_pos = nan_code<F>(false, p);
+  s.nan_neg = nan_code<F>(true, p);
+  // Inf stands for NaN in fn/fnuz formats and for max in formats without either; in each case its
+  // magnitude code is max_bits or max_bits + 1 (fnuz: 0x80, which absorbs the sign bit).
+  const std::uint32_t inf_magnitude = inf_code<F>(false);
+  s.max_bits = F::max_bits;
+  s.inf_step = inf_magnitude - F::max_bits;
+  s.limit = F::max_bits;
+  if (p.ov == overflow::saturate) {
+    s.mode = p.inf == inf_policy::saturate ? limit_mode::constant : limit_mode::inf_lanes;
+  } else if (p.rm == rounding::toward_zero) {
+    s.mode = limit_mode::inf_lanes;  // finite values never overflow to Inf when truncated
+  } else if (p.rm == rounding::toward_pos_inf) {
+    s.mode = F::is_signed ? limit_mode::inf_or_positive : limit_mode::constant;
+    if (!F::is_signed) s.limit = inf_magnitude;
+  } else {
+    s.limit = inf_magnitude;
+  }
+  return s;
+}
+
+// Whether the branch-free variant of encode_lanes applies (lowbit's default policy among others).
+constexpr bool simple_setup(const encode_setup& s) noexcept {
+  return s.mode == limit_mode::constant && s.nan_pos == s.nan_neg;
+}
+
+struct encode_vectors {
+  __m256i nan_pos, nan_neg, limit, max_bits, inf_step;
+  __m256i limit_bytes, limit_words;  // `limit` and `nan_pos` in 8- and 16-bit lanes (simple policies)
+  __m256i nan_bytes, nan_words;
+  limit_mode mode;
+  bool nan_signed;
+};
+
+LOWBIT_AVX2_INLINE encode_vectors broadcast(const encode_setup& s) {
+  encode_vectors v;
+  v.nan_pos = _mm256_set1_epi32(static_cast<int>(s.nan_pos));
+  v.nan_neg = _mm256_set1_epi32(static_cast<int>(s.nan_neg));
+  v.limit = _mm256_set1_epi32(static_cast<int>(s.limit));
+  v.max_bits = _mm256_set1_epi32(static_cast<int>(s.max_bits));
+  v.inf_step = _mm256_set1_epi32(static_cast<int>(s.inf_step));
+  v.limit_bytes = _mm256_set1_epi8(static_cast<char>(s.limit < 0xFF ? s.limit : 0xFF));
+  v.limit_words = _mm256_set1_epi16(static_cast<short>(s.limit));
+  v.nan_bytes = _mm256_set1_epi8(static_cast<char>(s.nan_pos));
+  v.nan_words = _mm256_set1_epi16(static_cast<short>(s.nan_pos));
+  v.mode = s.mode;
+  v.nan_signed = s.nan_pos != s.nan_neg;
+  return v;
+}
+
+// The magnitude codes of 8 float32 bit patterns `b` (a = |b|) in format F, rounded but not yet
+// limited: overflowing values, Inf and NaN give codes above max_bits. `r` holds the random bits
+// of rounding::stochastic (ignored otherwise).
+template <class F, rounding RM>
+LOWBIT_AVX2_INLINE __m256i magnitude_lanes(__m256i b, __m256i a, __m256i r) {
+  constexpr int M = F::mantissa_bits;
+  constexpr int K = F::min_exponent + 127;
+  static_assert(M <= 22, "the significand keeps at least one guard bit");
+  static_assert(F::has_subnormals ? (K >= 1 && K <= 254) : (K == 0 && M == 0),
+                "shapes covered: formats with subnormals, and E8M0-like scales (no subnormals, "
+                "no mantissa, smallest value 2^-127)");
+  const __m256i zero = _mm256_setzero_si256();
+  const __m256i one = _mm256_set1_epi32(1);
+  const __m256i field = _mm256_srli_epi32(a, 23);
+
+  __m256i z;      // the value in units of 2^-shift ulps
+  __m256i shift;  // bits of z below the format's ulp, 13..172
+  if constexpr (F::has_subnormals) {
+    const __m256i m = _mm256_min_epi32(_mm256_max_epi32(field, one), _mm256_set1_epi32(K));
+    z = _mm256_sub_epi32(_mm256_add_epi32(a, _mm256_set1_epi32(1 << 23)), _mm256_slli_epi32(m, 23));
+    shift = _mm256_sub_epi32(_mm256_set1_epi32(23 - M + K), m);
+  } else {
+    // E8M0: code = field, rounded on the mantissa. A float subnormal of 2^-127 or more rounds
+    // between codes 0 and 1 on its own bit 22; anything smaller is the smallest value, code 0.
+    const __m256i float_subnormal = _mm256_cmpeq_epi32(field, zero);
+    const __m256i low = _mm256_max_epi32(_mm256_sub_epi32(a, _mm256_set1_epi32(1 << 22)), zero);
+    z = _mm256_blendv_epi8(a, low, float_subnormal);
+    shift = _mm256_add_epi32(_mm256_set1_epi32(23), float_subnormal);  // 23, or 22
+  }
+
+  const __m256i n0 = _mm256_srlv_epi32(z, shift);  // truncated; shifts of 32 or more give 0
+  __m256i n;
+  if constexpr (RM == rounding::nearest_even || RM == rounding::nearest_toward_zero) {
+    // + (half - 1), + 1 more when the kept lsb is odd; half - 1 is 0 when shift > 32, where z is
+    // below 2^24 and nothing can round up.
+    const __m256i half_minus_one =
+        _mm256_srlv_epi32(_mm256_set1_epi32(0x7FFFFFFF), _mm256_sub_epi32(_mm256_set1_epi32(32), shift));
+    __m256i t = _mm256_add_epi32(z, half_minus_one);
+    if constexpr (RM == rounding::nearest_even) {
+      // Without subnormals and mantissa the significand before rounding is always 1: odd.
+      const __m256i lsb = F::has_subnormals ? _mm256_and_si256(n0, one) : one;
+      t = _mm256_add_epi32(t, lsb);
+    }
+    n = _mm256_srlv_epi32(t, shift);
+  } else if constexpr (RM == rounding::nearest_away) {
+    const __m256i half = _mm256_sllv_epi32(one, _mm256_sub_epi32(shift, one));  // 0 when shift > 32
+    n = _mm256_srlv_epi32(_mm256_add_epi32(z, half), shift);
+  } else if constexpr (RM == rounding::toward_zero) {
+    n = n0;
+  } else if constexpr (RM == rounding::toward_pos_inf) {
+    // Up when any discarded bit is set and the value is positive (unsigned formats: always).
+    const __m256i lost = _mm256_or_si256(_mm256_sllv_epi32(z, _mm256_sub_epi32(_mm256_set1_epi32(32), shift)),
+                                         _mm256_and_si256(_mm256_cmpgt_epi32(shift, _mm256_set1_epi32(32)), z));
+    __m256i keep = _mm256_cmpeq_epi32(lost, zero);
+    if constexpr (F::is_signed) keep = _mm256_or_si256(keep, _mm256_srai_epi32(b, 31));
+    n = _mm256_add_epi32(_mm256_add_epi32(n0, one), keep);
+  } else {
+    static_assert(RM == rounding::stochastic, "unknown rounding mode");
+    // floor(discarded fraction * 2^32): the discarded bits moved to the top, or for shift > 32
+    // (z < 2^24, all of it discarded) z moved down. Carry out of frac + r rounds up.
+    const __m256i frac = _mm256_or_si256(_mm256_sllv_epi32(z, _mm256_sub_epi32(_mm256_set1_epi32(32), shift)),
+                                         _mm256_srlv_epi32(z, _mm256_sub_epi32(shift, _mm256_set1_epi32(32))));
+    const __m256i sum = _mm256_add_epi32(frac, r);
+    const __m256i no_carry = _mm256_cmpeq_epi32(_mm256_max_epu32(sum, r), sum);
+    n = _mm256_add_epi32(_mm256_add_epi32(n0, one), no_carry);
+  }
+  return n;
+}
+
+// Encodes 8 float32 bit patterns `b` into format F under any policy the kernels support (limit
+// and NaN codes read from v). Returns complete codes, one per 32-bit lane.
+template <class F, rounding RM>
+LOWBIT_AVX2_INLINE __m256i encode_lanes(__m256i b, __m256i r, const encode_vectors& v) {
+  const __m256i zero = _mm256_setzero_si256();
+  const __m256i a = _mm256_and_si256(b, _mm256_set1_epi32(0x7FFFFFFF));
+  const __m256i n = magnitude_lanes<F, RM>(b, a, r);
+
+  // Overflow, Inf: the magnitude code is at most the lane's limit (max finite, or the Inf/NaN
+  // code right above it). NaN inputs get a code here too and are replaced below.
+  __m256i limit = v.limit;
+  if (v.mode != limit_mode::constant) {
+    const __m256i is_inf = _mm256_cmpeq_epi32(a, _mm256_set1_epi32(0x7F800000));
+    __m256i to_inf = is_inf;
+    if (v.mode == limit_mode::inf_or_positive) to_inf = _mm256_andnot_si256(_mm256_andnot_si256(is_inf, b), _mm256_set1_epi32(-1));
+    limit = _mm256_add_epi32(v.max_bits, _mm256_and_si256(_mm256_srai_epi32(to_inf, 31), v.inf_step));
+  }
+  __m256i code = _mm256_min_epu32(n, limit);
+
+  if constexpr (F::is_signed) {
+    __m256i sign = _mm256_slli_epi32(_mm256_srli_epi32(b, 31), F::bits - 1);
+    if constexpr (!F::has_negative_zero) sign = _mm256_andnot_si256(_mm256_cmpeq_epi32(code, zero), sign);  // fnuz
+    code = _mm256_or_si256(code, sign);
+  }
+
+  const __m256i is_nan = _mm256_cmpgt_epi32(a, _mm256_set1_epi32(0x7F800000));
+  const __m256i nan = v.nan_signed ? _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(v.nan_pos),
+                                                                          _mm256_castsi256_ps(v.nan_neg),
+                                                                          _mm256_castsi256_ps(b)))
+                                   : v.nan_pos;
+  return _mm256_blendv_epi8(code, nan, is_nan);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Decoding: codes -> bfloat16 / float32 bit patterns.
+
+// bfloat16 bits of m * 2^e for 0 <= m < 16 (exact: at most 4 significant bits).
+constexpr std::uint16_t bf16_bits_of(std::uint32_t m, int e) noexcept {
+  if (m == 0) return 0;
+  int top = 0;
+  while ((m >> (top + 1)) != 0) ++top;
+  const int exponent = e + top;  // value in [2^exponent, 2^(exponent+1))
+  if (exponent < -126) return static_cast<std::uint16_t>(m << (e + 133));  // bfloat16 subnormal
+  return static_cast<std::uint16_t>(static_cast<std::uint32_t>(exponent + 127) << 7 | ((m << (7 - top)) & 0x7Fu));
+}
+
+// Subnormal values m * 2^(min_exponent - M), m = 0..7, as bfloat16 bits: the vpshufb table.
+template <class F>
+struct subnormal_table {
+  static constexpr int e = F::min_exponent - F::mantissa_bits;
+  static constexpr std::uint16_t v[8] = {bf16_bits_of(0, e), bf16_bits_of(1, e), bf16_bits_of(2, e),
+                                         bf16_bits_of(3, e), bf16_bits_of(4, e), bf16_bits_of(5, e),
+                                         bf16_bits_of(6, e), bf16_bits_of(7, e)};
+};
+
+// 16 codes of a format of at most 8 bits, one per 16-bit lane (already masked to the code) ->
+// their values as bfloat16 bit patterns, exactly as codec.hpp decodes them (NaN: 0x7FC0 | sign).
+template <class F>
+LOWBIT_AVX2_INLINE __m256i bf16_from_codes(__m256i w) {
+  constexpr int M = F::mantissa_bits;
+  static_assert(F::bits <= 8 && M <= 3, "byte formats with at most 3 mantissa bits");
+  const __m256i mag = _mm256_and_si256(w, _mm256_set1_epi16(static_cast<short>(F::magnitude_mask)));
+  // Normal numbers: the exponent field rebiased, the mantissa moved to the top.
+  __m256i r = _mm256_add_epi16(_mm256_slli_epi16(mag, 7 - M), _mm256_set1_epi16(static_cast<short>((127 - F::bias) << 7)));
+  if constexpr (F::has_subnormals) {
+    using t = subnormal_table<F>;
+    const __m256i table = _mm256_setr_epi16(
+        static_cast<short>(t::v[0]), static_cast<short>(t::v[1]), static_cast<short>(t::v[2]),
+        static_cast<short>(t::v[3]), static_cast<short>(t::v[4]), static_cast<short>(t::v[5]),
+        static_cast<short>(t::v[6]), static_cast<short>(t::v[7]), static_cast<short>(t::v[0]),
+        static_cast<short>(t::v[1]), static_cast<short>(t::v[2]), static_cast<short>(t::v[3]),
+        static_cast<short>(t::v[4]), static_cast<short>(t::v[5]), static_cast<short>(t::v[6]),
+        static_cast<short>(t::v[7]));
+    // Byte indices 2m and 2m+1 select word m of the table.
+    const __m256i index = _mm256_add_epi16(_mm256_mullo_epi16(mag, _mm256_set1_epi16(0x0202)), _mm256_set1_epi16(0x0100));
+    const __m256i sub = _mm256_shuffle_epi8(table, index);
+    r = _mm256_blendv_epi8(r, sub, _mm256_cmpgt_epi16(_mm256_set1_epi16(1 << M), mag));
+  } else {
+    // Field 0 is 2^-bias; below 2^-126 that is a bfloat16 subnormal (E8M0: 0x0040).
+    static_assert(M == 0, "formats without subnormals have no mantissa here");
+    if constexpr (F::min_exponent < -126) {
+      const __m256i smallest = _mm256_set1_epi16(static_cast<short>(bf16_bits_of(1, F::min_exponent)));
+      r = _mm256_blendv_epi8(r, smallest, _mm256_cmpeq_epi16(mag, _mm256_setzero_si256()));
+    }
+  }
+  if constexpr (F::specials == special_values::fn) {
+    const __m256i is_nan = _mm256_cmpeq_epi16(mag, _mm256_set1_epi16(static_cast<short>(F::magnitude_mask)));
+    r = _mm256_blendv_epi8(r, _mm256_set1_epi16(0x7FC0), is_nan);
+  } else if constexpr (F::specials == special_values::ieee) {
+    const __m256i special = _mm256_cmpgt_epi16(mag, _mm256_set1_epi16(static_cast<short>(F::max_bits)));
+    const __m256i is_inf = _mm256_cmpeq_epi16(mag, _mm256_set1_epi16(static_cast<short>(F::inf_bits)));
+    const __m256i value = _mm256_or_si256(_mm256_set1_epi16(0x7F80), _mm256_andnot_si256(is_inf, _mm256_set1_epi16(0x0040)));
+    r = _mm256_blendv_epi8(r, value, special);
+  }
+  if constexpr (F::specials == special_values::fnuz) {
+    // The -0 pattern is the NaN, and it has no sign: mag is 0 there, so r is +0 until now.
+    const __m256i is_nan = _mm256_cmpeq_epi16(w, _mm256_set1_epi16(static_cast<short>(F::sign_mask)));
+    const __m256i sign = _mm256_slli_epi16(_mm256_andnot_si256(is_nan, w), 15 - (F::bits - 1));
+    const __m256i sign_only = _mm256_and_si256(sign, _mm256_set1_epi16(static_cast<short>(0x8000)));
+    r = _mm256_or_si256(_mm256_or_si256(r, sign_only), _mm256_and_si256(is_nan, _mm256_set1_epi16(0x7FC0)));
+  } else if constexpr (F::is_signed) {
+    constexpr int sign_shift = 15 - (F::bits - 1);
+    r = _mm256_or_si256(r, _mm256_slli_epi16(_mm256_and_si256(w, _mm256_set1_epi16(static_cast<short>(F::sign_mask))), sign_shift));
+  }
+  return r;
+}
+
+// The value of each of the 16 codes of a 4-bit format, as bfloat16 bits, split into the low and
+// high byte tables of vpshufb. Built from the scalar codec, once.
+template <class F>
+struct nibble_tables {
+  std::uint8_t lo[16];
+  std::uint8_t hi[16];
+  nibble_tables() noexcept {
+    for (std::uint32_t c = 0; c < 16; ++c) {
+      const float x = lowbit::detail::pack_float(lowbit::detail::unpack_bits<F>(c));
+      const std::uint32_t bits = lowbit::detail::bit_cast<std::uint32_t>(x);
+      lo[c] = static_cast<std::uint8_t>(bits >> 16);
+      hi[c] = static_cast<std::uint8_t>(bits >> 24);
+    }
+  }
+  static const nibble_tables& get() noexcept {
+    static const nibble_tables t;
+    return t;
+  }
+};
+
+// 32 codes in element order, one per byte (masked to the code) -> 32 float32 bit patterns.
+template <class F>
+LOWBIT_AVX2_INLINE void f32_from_code_bytes(__m256i codes, __m256i out[4], const __m256i* nibble_lo,
+                                            const __m256i* nibble_hi) {
+  const __m256i zero = _mm256_setzero_si256();
+  const __m256i p = prepare_widen(codes);
+  __m256i w0, w1;
+  if constexpr (F::bits <= 4) {
+    const __m256i lo = _mm256_shuffle_epi8(*nibble_lo, p);
+    const __m256i hi = _mm256_shuffle_epi8(*nibble_hi, p);
+    w0 = _mm256_unpacklo_epi8(lo, hi);
+    w1 = _mm256_unpackhi_epi8(lo, hi);
+  } else {
+    w0 = bf16_from_codes<F>(_mm256_unpacklo_epi8(p, zero));
+    w1 = bf16_from_codes<F>(_mm256_unpackhi_epi8(p, zero));
+  }
+  out[0] = _mm256_unpacklo_epi16(zero, w0);
+  out[1] = _mm256_unpackhi_epi16(zero, w0);
+  out[2] = _mm256_unpacklo_epi16(zero, w1);
+  out[3] = _mm256_unpackhi_epi16(zero, w1);
+}
+
+// 8 float16 bit patterns (zero-extended to 32 bits) -> float32 bit patterns, exactly. Integer only:
+// subnormals are normalised by an exact int-to-float conversion of the mantissa and an exponent
+// adjustment. CanonicalNaN makes every NaN 0x7FC00000 | sign, as the scalar decode does.
+template <bool CanonicalNaN>
+LOWBIT_AVX2_INLINE __m256i f32_from_f16(__m256i h) {
+  const __m256i m = _mm256_and_si256(h, _mm256_set1_epi32(0x7FFF));
+  const __m256i rebias = _mm256_set1_epi32(112 << 23);
+  __m256i r = _mm256_add_epi32(_mm256_slli_epi32(m, 13), rebias);
+  r = _mm256_add_epi32(r, _mm256_and_si256(_mm256_cmpgt_epi32(m, _mm256_set1_epi32(0x7BFF)), rebias));  // Inf, NaN
+  const __m256i sub = _mm256_max_epi32(
+      _mm256_sub_epi32(_mm256_castps_si256(_mm256_cvtepi32_ps(m)), _mm256_set1_epi32(24 << 23)), _mm256_setzero_si256());
+  r = _mm256_blendv_epi8(r, sub, _mm256_cmpgt_epi32(_mm256_set1_epi32(0x400), m));
+  if constexpr (CanonicalNaN)
+    r = _mm256_blendv_epi8(r, _mm256_set1_epi32(0x7FC00000), _mm256_cmpgt_epi32(m, _mm256_set1_epi32(0x7C00)));
+  return _mm256_or_si256(r, _mm256_slli_epi32(_mm256_and_si256(h, _mm256_set1_epi32(0x8000)), 16));
+}
+
+// 8 bfloat16 bit patterns (zero-extended) -> float32 bit patterns.
+template <bool CanonicalNaN>
+LOWBIT_AVX2_INLINE __m256i f32_from_bf16(__m256i h) {
+  __m256i r = _mm256_slli_epi32(h, 16);
+  if constexpr (CanonicalNaN) {
+    const __m256i a = _mm256_and_si256(r, _mm256_set1_epi32(0x7FFFFFFF));
+    const __m256i is_nan = _mm256_cmpgt_epi32(a, _mm256_set1_epi32(0x7F800000));
+    r = _mm256_blendv_epi8(r, _mm256_or_si256(_mm256_and_si256(r, _mm256_set1_epi32(static_cast<int>(0x80000000u))),
+                                              _mm256_set1_epi32(0x7FC00000)),
+                           is_nan);
+  }
+  return r;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Readers: 32 source elements -> four vectors of float32 bit patterns.
+
+template <class From>
+struct reader;
+
+template <>
+struct reader<float> {
+  LOWBIT_AVX2_INLINE void operator()(const float* p, __m256i out[4]) const {
+    out[0] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    out[1] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 8));
+    out[2] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16));
+    out[3] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 24));
+  }
+};
+
+template <class F>
+struct reader<minifloat<F>> {
+  // Only used for the byte formats and the two 16-bit ones.
+  __m256i nibble_lo, nibble_hi;
+
+  LOWBIT_AVX2_INLINE reader() {
+    if constexpr (F::bits <= 4) {
+      const auto& t = nibble_tables<F>::get();
+      nibble_lo = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.lo)));
+      nibble_hi = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.hi)));
+    } else {
+      nibble_lo = nibble_hi = _mm256_setzero_si256();
+    }
+  }
+
+  template <bool CanonicalNaN = false>
+  LOWBIT_AVX2_INLINE void read(const minifloat<F>* p, __m256i out[4]) const {
+    if constexpr (F::bits <= 8) {
+      const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+      const __m256i codes = _mm256_and_si256(bytes, _mm256_set1_epi8(static_cast<char>(F::code_mask)));
+      f32_from_code_bytes<F>(codes, out, &nibble_lo, &nibble_hi);
+    } else {
+      static_assert(is_half_type<minifloat<F>>::value, "16-bit sources: float16 and bfloat16");
+      out[0] = widen_half<CanonicalNaN>(p);
+      out[1] = widen_half<CanonicalNaN>(p + 8);
+      out[2] = widen_half<CanonicalNaN>(p + 16);
+      out[3] = widen_half<CanonicalNaN>(p + 24);
+    }
+  }
+  LOWBIT_AVX2_INLINE void operator()(const minifloat<F>* p, __m256i out[4]) const { read<false>(p, out); }
+
+ private:
+  template <bool CanonicalNaN>
+  LOWBIT_AVX2_INLINE static __m256i widen_half(const minifloat<F>* p) {
+    const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    if constexpr (std::is_same<F, formats::binary16>::value)
+      return f32_from_f16<CanonicalNaN>(h);
+    else
+      return f32_from_bf16<CanonicalNaN>(h);
+  }
+};
+
+// ------------------------------------------------------------------------------------------------
+// Writers: 32 codes in 32-bit lanes -> the destination layout.
+
+enum class layout : std::uint8_t { bytes, words, nibbles, sextets };
+
+template <layout L>
+constexpr std::size_t layout_bytes(std::size_t n) noexcept {
+  return L == layout::words     ? 2 * n
+         : L == layout::nibbles ? packed_bytes(n, 4)
+         : L == layout::sextets ? packed_bytes(n, 6)
+                                : n;
+}
+
+template <layout L>
+LOWBIT_AVX2_INLINE void write32(std::uint8_t* dst, const __m256i c[4]) {
+  if constexpr (L == layout::words) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), pack_dwords_to_words(c[0], c[1]));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 32), pack_dwords_to_words(c[2], c[3]));
+  } else if constexpr (L == layout::bytes) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), pack_dwords_to_bytes(c));
+  } else if constexpr (L == layout::nibbles) {
+    store_nibbles(dst, pack_dwords_to_bytes(c));
+  } else {
+    store_sextets(dst, pack_dwords_to_bytes(c));
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Loops.
+
+template <rounding RM>
+LOWBIT_AVX2_INLINE __m256i load_random(const std::uint32_t* random_bits, int k) {
+  if (RM != rounding::stochastic || random_bits == nullptr) return _mm256_setzero_si256();
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(random_bits + 8 * k));
+}
+
+// ------------------------------------------------------------------------------------------------
+// Blocks of 32 under a simple policy (simple_setup: one limit, one NaN code; lowbit's default, the
+// CUDA presets, ...). Three ways to get the magnitude codes, one way to finish them: saturate,
+// sign and NaN are applied to the packed bytes (words for 16-bit formats), 32 (16) at a time.
+
+// How the codes handed to finish_block are expressed.
+enum class code_form : std::uint8_t {
+  exact,            // the magnitude code, >= 0 (unlimited)
+  minus_base,       // code - 2^M, >= 0 (unlimited)
+  minus_base_signed // code - 2^M, >= -2^M (unlimited)
+};
+
+// The signs of 32 inputs, packed early so the inputs need not stay live: signed saturation
+// keeps each float's sign, as 0x80/0x00..0x7F bytes (one vector) or 0x8000-or-less words (two).
+template <layout L>
+LOWBIT_AVX2_INLINE void pack_signs(const __m256i x[4], __m256i signs[2]) {
+  const __m256i w01 = _mm256_packs_epi32(x[0], x[1]);
+  const __m256i w23 = _mm256_packs_epi32(x[2], x[3]);
+  if constexpr (L == layout::words) {
+    signs[0] = w01;
+    signs[1] = w23;
+  } else {
+    signs[0] = _mm256_packs_epi16(w01, w23);
+    signs[1] = signs[0];
+  }
+}
+
+// Completes 32 magnitude codes c (in 32-bit lanes) with their inputs' signs (pack_signs) and
+// stores them in layout L. MayNaN: some input x may be NaN (it gets v.nan_pos; x is read only
+// then). MayZero: some code may be 0 (FNUZ: no sign).
+template <class F, layout L, code_form Form, bool MayNaN, bool MayZero>
+LOWBIT_AVX2_INLINE void finish_block(const __m256i c[4], const __m256i signs[2], const __m256i* x,
+                                     std::uint8_t* dst, const encode_vectors& v) {
+  constexpr int base = 1 << F::mantissa_bits;
+  const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF);
+  const __m256i inf = _mm256_set1_epi32(0x7F800000);
+  if constexpr (L == layout::words) {
+    static_assert(Form != code_form::minus_base_signed && F::is_signed && F::specials == special_values::ieee,
+                  "16-bit formats: float16 and bfloat16");
+    for (int h = 0; h < 2; ++h) {
+      __m256i w = _mm256_packus_epi32(c[2 * h], c[2 * h + 1]);  // saturates at 0xFFFF
+      if constexpr (Form == code_form::minus_base) w = _mm256_adds_epu16(w, _mm256_set1_epi16(static_cast<short>(base)));
+      w = _mm256_min_epu16(w, v.limit_words);
+      const __m256i sign = _mm256_and_si256(signs[h], _mm256_set1_epi16(static_cast<short>(0x8000)));
+      w = _mm256_or_si256(w, sign);
+      if constexpr (MayNaN) {
+        const __m256i n0 = _mm256_cmpgt_epi32(_mm256_and_si256(x[2 * h], abs_mask), inf);
+        const __m256i n1 = _mm256_cmpgt_epi32(_mm256_and_si256(x[2 * h + 1], abs_mask), inf);
+        w = _mm256_blendv_epi8(w, v.nan_words, _mm256_packs_epi32(n0, n1));
+      }
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 32 * h), _mm256_permute4x64_epi64(w, 0xD8));
+    }
+  } else {
+    // Bytes in the in-lane order of the packs; one permutation at the end puts them in order.
+    __m256i b;
+    if constexpr (Form == code_form::minus_base_signed) {
+      b = _mm256_packs_epi16(_mm256_packs_epi32(c[0], c[1]), _mm256_packs_epi32(c[2], c[3]));  // -2^M..127
+      b = _mm256_add_epi8(b, _mm256_set1_epi8(static_cast<char>(base)));                         // 0..127 + 2^M
+    } else {
+      b = _mm256_packus_epi16(_mm256_packus_epi32(c[0], c[1]), _mm256_packus_epi32(c[2], c[3]));  // saturating
+      if constexpr (Form == code_form::minus_base) b = _mm256_adds_epu8(b, _mm256_set1_epi8(static_cast<char>(base)));
+    }
+    b = _mm256_min_epu8(b, v.limit_bytes);
+    if constexpr (F::is_signed) {
+      __m256i sign = _mm256_and_si256(_mm256_cmpgt_epi8(_mm256_setzero_si256(), signs[0]),
+                                      _mm256_set1_epi8(static_cast<char>(F::sign_mask)));
+      if constexpr (!F::has_negative_zero && MayZero)
+        sign = _mm256_andnot_si256(_mm256_cmpeq_epi8(b, _mm256_setzero_si256()), sign);  // FNUZ: +0 only
+      b = _mm256_or_si256(b, sign);
+    }
+    if constexpr (MayNaN) {
+      __m256i n[4];
+      for (int k = 0; k < 4; ++k) n[k] = _mm256_cmpgt_epi32(_mm256_and_si256(x[k], abs_mask), inf);
+      const __m256i m = _mm256_packs_epi16(_mm256_packs_epi32(n[0], n[1]), _mm256_packs_epi32(n[2], n[3]));
+      b = _mm256_blendv_epi8(b, v.nan_bytes, m);
+    }
+    b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    if constexpr (L == layout::bytes)
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), b);
+    else if constexpr (L == layout::nibbles)
+      store_nibbles(dst, b);
+    else
+      store_sextets(dst, b);
+  }
+}
+
+// The normal-range formula. For |x| in [2^min_exponent, Inf] the ulp is 2^(e - M) and the rounding
+// position is the constant bit S = 23 - M of |x|. With mn = K * 2^23 (the smallest normal's bits),
+//   t = |x| - mn + bias (+ lsb),   code = (t >> S) + 2^M,
+// which is magnitude_lanes with z = t + 2^23 - bias and shift = S (the 2^23 carries the implicit
+// bit; it is a multiple of 2^S, so it moves out of the rounding as the 2^M).
+template <class F, rounding RM>
+struct normal_range {
+  static constexpr int M = F::mantissa_bits;
+  static constexpr int S = 23 - M;
+  static constexpr std::uint32_t mn = static_cast<std::uint32_t>(F::min_exponent + 127) << 23;
+  static constexpr std::uint32_t bias = (RM == rounding::nearest_even || RM == rounding::nearest_toward_zero)
+                                            ? (1u << (S - 1)) - 1u
+                                        : RM == rounding::nearest_away ? 1u << (S - 1)
+                                                                       : 0u;
+  static constexpr std::uint32_t t_inf = 0x7F800000u - mn + bias;  // bit S of Inf is 0
+  static constexpr bool rounding_supported = RM != rounding::toward_pos_inf;  // sign-dependent
+};
+
+template <class F, rounding RM>
+LOWBIT_AVX2_INLINE __m256i normal_t(__m256i a) {
+  using nr = normal_range<F, RM>;
+  const __m256i t = _mm256_add_epi32(a, _mm256_set1_epi32(static_cast<int>(nr::bias - nr::mn)));
+  if constexpr (RM != rounding::nearest_even) return t;
+  return _mm256_add_epi32(t, _mm256_and_si256(_mm256_srli_epi32(a, nr::S), _mm256_set1_epi32(1)));
+}
+
+// Path 1, for formats whose inputs are mostly normal numbers (FP8, float16, bfloat16): when every
+// |x| of the block lies in [2^min_exponent, Inf] (no NaN), code - 2^M = t >> S for every lane.
+// One unsigned maximum checks the block: a NaN has t above t(Inf), a value below mn a negative t.
+// The nearest modes let a sliver below mn through (t >= 0 when mn - |x| <= 2^(S-1)): there both
+// computations give the smallest normal (the value is within a quarter ulp of it). Returns
+// false, writing nothing, when the block does not qualify.
+// Offered to formats with at least 4 exponent bits: with fewer, the normal range spans so few
+// binades that typical inputs fail the check (and the block would be done twice).
+template <class F, rounding RM>
+struct fast_path {
+  static constexpr bool available =
+      F::has_subnormals && F::exponent_bits >= 4 && normal_range<F, RM>::rounding_supported;
+};
+
+template <class F, rounding RM>
+LOWBIT_AVX2_INLINE __m256i fast_code(__m256i t, __m256i r) {
+  using nr = normal_range<F, RM>;
+  const __m256i c = _mm256_srli_epi32(t, nr::S);
+  if constexpr (RM != rounding::stochastic) return c;
+  // Up when floor(discarded fraction * 2^32) + r carries out (codec.hpp's round_up).
+  const __m256i sum = _mm256_add_epi32(_mm256_slli_epi32(t, 32 - nr::S), r);
+  const __m256i no_carry = _mm256_cmpeq_epi32(_mm256_max_epu32(sum, r), sum);
+  return _mm256_add_epi32(_mm256_add_epi32(c, _mm256_set1_epi32(1)), no_carry);
+}
+
+template <class F, rounding RM, layout L>
+LOWBIT_AVX2_INLINE bool encode_block_fast(const __m256i x[4], const __m256i r[4], std::uint8_t* dst,
+                                          const encode_vectors& v) {
+  using nr = normal_range<F, RM>;
+  __m256i signs[2];
+  pack_signs<L>(x, signs);
+  // Each code right away (the inputs die early), the range check accumulated and decided last.
+  const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF);
+  __m256i c[4];
+  __m256i t = normal_t<F, RM>(_mm256_and_si256(x[0], abs_mask));
+  __m256i top = t;
+  c[0] = fast_code<F, RM>(t, r[0]);
+  t = normal_t<F, RM>(_mm256_and_si256(x[1], abs_mask));
+  top = _mm256_max_epu32(top, t);
+  c[1] = fast_code<F, RM>(t, r[1]);
+  t = normal_t<F, RM>(_mm256_and_si256(x[2], abs_mask));
+  top = _mm256_max_epu32(top, t);
+  c[2] = fast_code<F, RM>(t, r[2]);
+  t = normal_t<F, RM>(_mm256_and_si256(x[3], abs_mask));
+  top = _mm256_max_epu32(top, t);
+  c[3] = fast_code<F, RM>(t, r[3]);
+  const __m256i t_inf = _mm256_set1_epi32(static_cast<int>(nr::t_inf));
+  if (!_mm256_testc_si256(_mm256_cmpeq_epi32(_mm256_max_epu32(top, t_inf), t_inf), _mm256_set1_epi32(-1))) return false;
+  finish_block<F, L, code_form::minus_base, false, false>(c, signs, nullptr, dst, v);
+  return true;
+}
+
+// Path 2, for formats with at most two subnormal codes (M <= 1: FP4 E2M1), whose inputs are
+// often below the normal range: the codes there are counted against thresholds, T_k being the
+// smallest float bit pattern that the scalar codec rounds to code k or more (k = 1 .. 2^M; found
+// by bisection at compile time). Below mn the normal formula (with an arithmetic shift) gives at
+// most the true code (the same rounding of a smaller value), at or above mn the count stops at
+// 2^M, so the code is the maximum of the two. Covers zero, tiny, subnormal, normal, overflow and
+// Inf; blocks with a NaN go to the general path.
+template <class F, rounding RM>
+struct threshold_path {
+  static constexpr bool available = F::has_subnormals && F::mantissa_bits <= 1 && F::bits <= 8 &&
+                                    normal_range<F, RM>::rounding_supported && RM != rounding::stochastic;
+};
+
+struct threshold_list {
+  std::uint32_t v[2] = {0, 0};
+};
+
+template <class F, rounding RM>
+constexpr std::uint32_t magnitude_code_of_bits(std::uint32_t bits) noexcept {
+  lowbit::detail::unpacked u;  // bits: a positive normal float
+  u.kind = lowbit::detail::value_kind::finite;
+  u.sig = (bits & 0x7FFFFFu) | 0x800000u;
+  u.exp = static_cast<int>(bits >> 23) - 150;
+  policy p;
+  p.rm = RM;
+  return lowbit::detail::encode_bits<F>(u, p) & F::magnitude_mask;
+}
+
+template <class F, rounding RM>
+constexpr threshold_list make_thresholds() noexcept {
+  threshold_list t;
+  for (std::uint32_t k = 1; k <= (1u << F::mantissa_bits); ++k) {
+    std::uint32_t lo = 0x00800000u, hi = normal_range<F, RM>::mn;  // code(lo) < k <= code(hi)
+    while (hi - lo > 1) {
+      const std::uint32_t mid = lo + (hi - lo) / 2;
+      if (magnitude_code_of_bits<F, RM>(mid) >= k)
+        hi = mid;
+      else
+        lo = mid;
+    }
+    t.v[k - 1] = hi;
+  }
+  return t;
+}
+
+template <class F, rounding RM>
+struct thresholds {
+  static constexpr threshold_list list = make_thresholds<F, RM>();
+};
+
+template <class F, rounding RM>
+LOWBIT_AVX2_INLINE __m256i threshold_code(__m256i a, __m256i t) {
+  constexpr int M = F::mantissa_bits;
+  __m256i count = _mm256_set1_epi32(-(1 << M));  // code - 2^M
+  for (int k = 0; k < (1 << M); ++k)
+    count = _mm256_sub_epi32(count, _mm256_cmpgt_epi32(a, _mm256_set1_epi32(static_cast<int>(thresholds<F, RM>::list.v[k] - 1))));
+  return _mm256_max_epi32(_mm256_srai_epi32(t, normal_range<F, RM>::S), count);
+}
+
+template <class F, rounding RM, layout L>
+LOWBIT_AVX2_INLINE bool encode_block_threshold(const __m256i x[4], std::uint8_t* dst, const encode_vectors& v) {
+  using nr = normal_range<F, RM>;
+  __m256i signs[2];
+  pack_signs<L>(x, signs);
+  // Each code right away; t is non-decreasing in |x|, and only a NaN exceeds t(Inf).
+  const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF);
+  __m256i c[4];
+  __m256i a = _mm256_and_si256(x[0], abs_mask);
+  __m256i t = normal_t<F, RM>(a);
+  __m256i top = t;
+  c[0] = threshold_code<F, RM>(a, t);
+  a = _mm256_and_si256(x[1], abs_mask);
+  t = normal_t<F, RM>(a);
+  top = _mm256_max_epi32(top, t);
+  c[1] = threshold_code<F, RM>(a, t);
+  a = _mm256_and_si256(x[2], abs_mask);
+  t = normal_t<F, RM>(a);
+  top = _mm256_max_epi32(top, t);
+  c[2] = threshold_code<F, RM>(a, t);
+  a = _mm256_and_si256(x[3], abs_mask);
+  t = normal_t<F, RM>(a);
+  top = _mm256_max_epi32(top, t);
+  c[3] = threshold_code<F, RM>(a, t);
+  if (!_mm256_testz_si256(_mm256_cmpgt_epi32(top, _mm256_set1_epi32(static_cast<int>(nr::t_inf))), _mm256_set1_epi32(-1)))
+    return false;
+  finish_block<F, L, code_form::minus_base_signed, false, true>(c, signs, nullptr, dst, v);
+  return true;
+}
+
+// Path 3: any input, the vectorised encode_bits (magnitude_lanes), finished on the packed codes.
+// Kept out of line where it is the fallback of path 1 or 2, so that it does not crowd their
+// registers; it reads its 32 inputs again.
+template <class F, rounding RM, layout L, class From>
+LOWBIT_TARGET_AVX2 LOWBIT_NOINLINE void encode_block_general(const reader<From>& read, const From* src,
+                                                             const std::uint32_t* random_bits, std::uint8_t* dst,
+                                                             const encode_vectors& v) {
+  __m256i x[4], r[4], signs[2];
+  read(src, x);
+  r[0] = load_random<RM>(random_bits, 0);
+  r[1] = load_random<RM>(random_bits, 1);
+  r[2] = load_random<RM>(random_bits, 2);
+  r[3] = load_random<RM>(random_bits, 3);
+  pack_signs<L>(x, signs);
+  const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF);
+  __m256i c[4];
+  c[0] = magnitude_lanes<F, RM>(x[0], _mm256_and_si256(x[0], abs_mask), r[0]);
+  c[1] = magnitude_lanes<F, RM>(x[1], _mm256_and_si256(x[1], abs_mask), r[1]);
+  c[2] = magnitude_lanes<F, RM>(x[2], _mm256_and_si256(x[2], abs_mask), r[2]);
+  c[3] = magnitude_lanes<F, RM>(x[3], _mm256_and_si256(x[3], abs_mask), r[3]);
+  finish_block<F, L, code_form::exact, true, true>(c, signs, x, dst, v);
+}
+
+template <class F, rounding RM, bool General, layout L, class From>
+LOWBIT_AVX2_INLINE void encode_block(const reader<From>& read, const From* src, const std::uint32_t* random_bits,
+                                     std::uint8_t* dst, const encode_vectors& v) {
+  __m256i x[4], r[4];
+  read(src, x);
+  r[0] = load_random<RM>(random_bits, 0);
+  r[1] = load_random<RM>(random_bits, 1);
+  r[2] = load_random<RM>(random_bits, 2);
+  r[3] = load_random<RM>(random_bits, 3);
+  if constexpr (General) {
+    __m256i c[4];
+    c[0] = encode_lanes<F, RM>(x[0], r[0], v);
+    c[1] = encode_lanes<F, RM>(x[1], r[1], v);
+    c[2] = encode_lanes<F, RM>(x[2], r[2], v);
+    c[3] = encode_lanes<F, RM>(x[3], r[3], v);
+    write32<L>(dst, c);
+  } else {
+    if constexpr (threshold_path<F, RM>::available) {
+      if (encode_block_threshold<F, RM, L>(x, dst, v)) return;
+    } else if constexpr (fast_path<F, RM>::available) {
+      if (encode_block_fast<F, RM, L>(x, r, dst, v)) return;
+    }
+    encode_block_general<F, RM, L>(read, src, random_bits, dst, v);
+  }
+}
+
+template <class F, rounding RM, bool General, layout L, class From>
+LOWBIT_TARGET_AVX2 void encode_loop(const From* src, std::uint8_t* dst, std::size_t n, const encode_setup& setup,
+                                    const std::uint32_t* random_bits) noexcept {
+  const encode_vectors v = broadcast(setup);
+  const reader<From> read;
+  const bool have_random = RM == rounding::stochastic && random_bits != nullptr;
+  std::size_t i = 0;
+  // The loop does more work per cache line than a plain copy, so the out-of-order window alone
+  // keeps too few lines in flight to stream from DRAM: prefetch the source (and random bits).
+  constexpr std::size_t ahead = LOWBIT_PREFETCH_BYTES / sizeof(From);
+  for (; i + 32 + ahead <= n; i += 32) {
+    _mm_prefetch(reinterpret_cast<const char*>(src + i + ahead), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(src + i + ahead) + 64, _MM_HINT_T0);
+    if (have_random) {
+      _mm_prefetch(reinterpret_cast<const char*>(random_bits + i + ahead), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(random_bits + i + ahead) + 64, _MM_HINT_T0);
+    }
+    encode_block<F, RM, General, L>(read, src + i, have_random ? random_bits + i : nullptr, dst + layout_bytes<L>(i), v);
+  }
+  for (; i + 32 <= n; i += 32)
+    encode_block<F, RM, General, L>(read, src + i, have_random ? random_bits + i : nullptr, dst + layout_bytes<L>(i), v);
+  if (i < n) {
+    // The tail goes through the same code on a zero-padded copy (zero encodes to code 0 in
+    // every format, so padding never leaks into a shared last byte).
+    const std::size_t m = n - i;
+    From s[32] = {};
+    std::uint32_t rb[32] = {};
+    std::uint8_t d[64];
+    std::memcpy(s, src + i, m * sizeof(From));
+    if (have_random) std::memcpy(rb, random_bits + i, m * sizeof(std::uint32_t));
+    encode_block<F, RM, General, L>(read, s, rb, d, v);
+    std::memcpy(dst + layout_bytes<L>(i), d, layout_bytes<L>(m));
+  }
+}
+
+template <class F, rounding RM, layout L, class From>
+void encode_variant(const From* src, std::uint8_t* dst, std::size_t n, const encode_setup& s,
+                    const std::uint32_t* random_bits) noexcept {
+  if (simple_setup(s))
+    encode_loop<F, RM, false, L>(src, dst, n, s, random_bits);
+  else
+    encode_loop<F, RM, true, L>(src, dst, n, s, random_bits);
+}
+
+template <class F, layout L, class From>
+void encode_dispatch(const From* src, std::uint8_t* dst, std::size_t n, const policy& p,
+                     const std::uint32_t* random_bits) noexcept {
+  const encode_setup s = make_setup<F>(p);
+  switch (p.rm) {
+    case rounding::nearest_even: return encode_variant<F, rounding::nearest_even, L>(src, dst, n, s, random_bits);
+    case rounding::toward_zero: return encode_variant<F, rounding::toward_zero, L>(src, dst, n, s, random_bits);
+    case rounding::toward_pos_inf: return encode_variant<F, rounding::toward_pos_inf, L>(src, dst, n, s, random_bits);
+    case rounding::stochastic: return encode_variant<F, rounding::stochastic, L>(src, dst, n, s, random_bits);
+    case rounding::nearest_away: return encode_variant<F, rounding::nearest_away, L>(src, dst, n, s, random_bits);
+    case rounding::nearest_toward_zero:
+      return encode_variant<F, rounding::nearest_toward_zero, L>(src, dst, n, s, random_bits);
+  }
+}
+
+LOWBIT_AVX2_INLINE void store32(float* dst, const __m256i v[4]) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), v[0]);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 8), v[1]);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 16), v[2]);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 24), v[3]);
+}
+
+// Sources of 32 codes per step as 32 bytes in element order: plain bytes, nibbles, sextets.
+// `at(i)` reads the 32 codes from element i on; `tail(i, n)` the n - i < 32 last ones.
+struct byte_codes {
+  const std::uint8_t* src;
+  LOWBIT_AVX2_INLINE __m256i at(std::size_t i) const {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
+  }
+  LOWBIT_AVX2_INLINE __m256i tail(std::size_t i, std::size_t n) const {
+    std::uint8_t b[32] = {};
+    std::memcpy(b, src + i, n - i);
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));
+  }
+};
+
+struct nibble_codes {
+  const std::uint8_t* src;
+  LOWBIT_AVX2_INLINE __m256i at(std::size_t i) const { return load_nibbles(src + i / 2); }
+  LOWBIT_AVX2_INLINE __m256i tail(std::size_t i, std::size_t n) const {
+    std::uint8_t b[16] = {};
+    std::memcpy(b, src + i / 2, packed_bytes(n - i, 4));
+    return load_nibbles(b);
+  }
+};
+
+struct sextet_codes {
+  const std::uint8_t* src;
+  LOWBIT_AVX2_INLINE __m256i at(std::size_t i) const { return load_sextets(src + i / 4 * 3); }
+  LOWBIT_AVX2_INLINE __m256i tail(std::size_t i, std::size_t n) const {
+    std::uint8_t b[24] = {};
+    std::memcpy(b, src + i / 4 * 3, packed_bytes(n - i, 6));
+    return load_sextets(b);
+  }
+};
+
+template <class F, class Codes>
+LOWBIT_TARGET_AVX2 void decode_codes(Codes codes, float* dst, std::size_t n) noexcept {
+  const reader<minifloat<F>> tables;
+  const __m256i mask = _mm256_set1_epi8(static_cast<char>(F::code_mask));
+  __m256i out[4];
+  std::size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    f32_from_code_bytes<F>(_mm256_and_si256(codes.at(i), mask), out, &tables.nibble_lo, &tables.nibble_hi);
+    store32(dst + i, out);
+  }
+  if (i < n) {
+    f32_from_code_bytes<F>(_mm256_and_si256(codes.tail(i, n), mask), out, &tables.nibble_lo, &tables.nibble_hi);
+    float d[32];
+    store32(d, out);
+    std::memcpy(dst + i, d, (n - i) * sizeof(float));
+  }
+}
+
+template <class F>
+LOWBIT_TARGET_AVX2 void decode_halves(const minifloat<F>* src, float* dst, std::size_t n) noexcept {
+  const reader<minifloat<F>> read;
+  std::size_t i = 0;
+  __m256i out[4];
+  for (; i + 32 <= n; i += 32) {
+    read.template read<true>(src + i, out);
+    store32(dst + i, out);
+  }
+  if (i < n) {
+    minifloat<F> s[32] = {};
+    float d[32];
+    std::memcpy(s, src + i, (n - i) * sizeof(minifloat<F>));
+    read.template read<true>(s, out);
+    store32(d, out);
+    std::memcpy(dst + i, d, (n - i) * sizeof(float));
+  }
+}
+
+template <class F>
+constexpr layout layout_of() noexcept {
+  return F::bits > 8 ? layout::words : layout::bytes;
+}
+
+template <class F>
+constexpr layout packed_layout_of() noexcept {
+  return F::bits == 4 ? layout::nibbles : F::bits == 6 ? layout::sextets : layout::bytes;
+}
+
+}  // namespace detail
+
+// ------------------------------------------------------------------------------------------------
+// Entry points. Callers check can_encode / can_decode, supports_policy and that the CPU runs AVX2
+// (lowbit::detail::use_avx2()); convert.hpp does.
+
+template <class From, class T>
+void encode(const From* src, T* dst, std::size_t n, const policy& p, const std::uint32_t* random_bits) noexcept {
+  static_assert(can_encode<From, T>::value, "no AVX2 kernel for this pair");
+  using F = typename T::format;
+  detail::encode_dispatch<F, detail::layout_of<F>()>(src, reinterpret_cast<std::uint8_t*>(dst), n, p, random_bits);
+}
+
+template <class T, class From>
+void encode_packed(const From* src, std::uint8_t* dst, std::size_t n, const policy& p,
+                   const std::uint32_t* random_bits) noexcept {
+  static_assert(can_encode<From, T>::value && T::format::bits <= 8, "no AVX2 kernel for this pair");
+  using F = typename T::format;
+  detail::encode_dispatch<F, detail::packed_layout_of<F>()>(src, dst, n, p, random_bits);
+}
+
+template <class F>
+void decode(const minifloat<F>* src, float* dst, std::size_t n) noexcept {
+  static_assert(can_decode<F>::value, "no AVX2 kernel for this format");
+  if constexpr (F::bits <= 8)
+    detail::decode_codes<F>(detail::byte_codes{reinterpret_cast<const std::uint8_t*>(src)}, dst, n);
+  else
+    detail::decode_halves<F>(src, dst, n);
+}
+
+template <class T>
+void decode_packed(const std::uint8_t* src, float* dst, std::size_t n) noexcept {
+  using F = typename T::format;
+  static_assert(F::bits == 4 || F::bits == 6 || F::bits == 8, "packed layouts exist for 4, 6 and 8 bits");
+  if constexpr (F::bits == 4)
+    detail::decode_codes<F>(detail::nibble_codes{src}, dst, n);
+  else if constexpr (F::bits == 6)
+    detail::decode_codes<F>(detail::sextet_codes{src}, dst, n);
+  else
+    detail::decode_codes<F>(detail::byte_codes{src}, dst, n);
+}
+
+}  // namespace avx2
+}  // namespace kernels
+}  // namespace lowbit
+
+#endif  // LOWBIT_HAS_AVX2_KERNELS
+
+#endif  // LOWBIT_KERNELS_AVX2_CONVERT_HPP
