@@ -7,7 +7,8 @@
 //   relative_frobenius_error sqrt( sum (r - t)^2 / sum r^2 )       (0 when t == r)
 //   cosine_similarity        sum r t / sqrt( sum r^2 * sum t^2 )
 //
-// Every metric is one pass of error_sums_ref, the reduction a SIMD kernel replaces: lane k
+// Every metric is one pass of error_sums_ref, the reduction a SIMD kernel replaces (the AVX2 one
+// in kernels/avx2_metrics.hpp runs when lowbit::active_isa() selects it): lane k
 // (k = 0..7) accumulates the elements i with i % 8 == k in index order, then the lanes combine as
 // s_k = lane_k + lane_{k+4} (k < 4) and total = (s_0 + s_2) + (s_1 + s_3), which is what two
 // 4-wide double accumulators and the usual horizontal sum give. Differences are taken in double
@@ -28,7 +29,9 @@
 #include <limits>
 #include <utility>
 
+#include "core/cpu.hpp"
 #include "core/status.hpp"
+#include "kernels/avx2_metrics.hpp"
 
 namespace lowbit {
 
@@ -42,42 +45,61 @@ struct error_sums {
   double max_abs = 0.0;  // max |r - t|
 };
 
+namespace detail {
+// Adds one reduction's lanes into acc, combined as the file comment says.
+inline void add_error_lanes(const kernels::error_lanes& l, std::size_t n, error_sums& acc) noexcept {
+  auto combine = [](const double* v) {
+    const double s0 = v[0] + v[4];
+    const double s1 = v[1] + v[5];
+    const double s2 = v[2] + v[6];
+    const double s3 = v[3] + v[7];
+    return (s0 + s2) + (s1 + s3);
+  };
+  acc.n += n;
+  acc.ref_sq += combine(l.rr);
+  acc.test_sq += combine(l.tt);
+  acc.err_sq += combine(l.ee);
+  acc.dot += combine(l.rt);
+  const double mx = l.nan_seen ? std::numeric_limits<double>::quiet_NaN() : l.max_abs;
+  acc.max_abs = (mx > acc.max_abs || mx != mx) ? mx : acc.max_abs;
+}
+}  // namespace detail
+
 // The reference reduction (see the file comment for its exact order). Adds the sums of
 // ref[0..n) and test[0..n) into acc; NaN/Inf make the sums non-finite.
 inline void error_sums_ref(const float* ref, const float* test, std::size_t n, error_sums& acc) noexcept {
-  double rr[8] = {};
-  double tt[8] = {};
-  double ee[8] = {};
-  double rt[8] = {};
-  double mx = 0.0;
-  bool nan_seen = false;
+  kernels::error_lanes l;
   for (std::size_t i = 0; i < n; ++i) {
     const std::size_t k = i % 8;
     const double r = ref[i];
     const double t = test[i];
     const double e = r - t;
-    rr[k] += r * r;
-    tt[k] += t * t;
-    ee[k] += e * e;
-    rt[k] += r * t;
+    l.rr[k] += r * r;
+    l.tt[k] += t * t;
+    l.ee[k] += e * e;
+    l.rt[k] += r * t;
     const double a = std::fabs(e);
-    nan_seen = nan_seen || a != a;
-    mx = a > mx ? a : mx;
+    l.nan_seen = l.nan_seen || a != a;
+    l.max_abs = a > l.max_abs ? a : l.max_abs;
   }
-  auto combine = [](const double* l) {
-    const double s0 = l[0] + l[4];
-    const double s1 = l[1] + l[5];
-    const double s2 = l[2] + l[6];
-    const double s3 = l[3] + l[7];
-    return (s0 + s2) + (s1 + s3);
-  };
-  acc.n += n;
-  acc.ref_sq += combine(rr);
-  acc.test_sq += combine(tt);
-  acc.err_sq += combine(ee);
-  acc.dot += combine(rt);
-  if (nan_seen) mx = std::numeric_limits<double>::quiet_NaN();
-  acc.max_abs = (mx > acc.max_abs || mx != mx) ? mx : acc.max_abs;
+  detail::add_error_lanes(l, n, acc);
+}
+
+// The same sums, from the AVX2 kernel when lowbit::active_isa() selects it
+// (kernels/avx2_metrics.hpp: the same lanes in the same order, so the same bits; computed in the
+// IEEE default environment whatever the caller's MXCSR), else from error_sums_ref (which follows
+// the caller's MXCSR: with DAZ set, subnormal inputs count as zero there).
+inline void add_error_sums(const float* ref, const float* test, std::size_t n, error_sums& acc) noexcept {
+#if LOWBIT_HAS_AVX2_KERNELS
+  if (detail::use_avx2()) {
+    const kernels::ieee_scope env;  // the combining additions too
+    kernels::error_lanes l;
+    kernels::avx2::error_lanes(ref, test, n, l);
+    detail::add_error_lanes(l, n, acc);
+    return;
+  }
+#endif
+  error_sums_ref(ref, test, n, acc);
 }
 
 // Validated sums of ref[0..n_ref) against test[0..n_test).
@@ -91,7 +113,7 @@ inline void error_sums_ref(const float* ref, const float* test, std::size_t n, e
   } else if (ref == nullptr || test == nullptr) {
     r.status = errc::bad_argument;
   } else {
-    error_sums_ref(ref, test, n_ref, r.value);
+    add_error_sums(ref, test, n_ref, r.value);
     const error_sums& s = r.value;
     if (!std::isfinite(s.ref_sq) || !std::isfinite(s.test_sq) || !std::isfinite(s.err_sq) ||
         !std::isfinite(s.dot) || !std::isfinite(s.max_abs))
