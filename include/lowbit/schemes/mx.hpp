@@ -39,6 +39,7 @@
 #include "../core/rounding.hpp"
 #include "../core/status.hpp"
 #include "../formats/types.hpp"
+#include "../kernels/avx2_block.hpp"
 
 namespace lowbit {
 
@@ -455,6 +456,18 @@ constexpr status mx_check(std::size_t n, std::size_t row_length, std::size_t blo
   return errc::ok;
 }
 
+// The options as the AVX2 kernels take them.
+constexpr kernels::block::mx_kernel_options mx_kernel_options_of(const mx_options& o) noexcept {
+  kernels::block::mx_kernel_options k;
+  k.block_size = o.block_size;
+  k.rule = o.scale_rule == e8m0_rule::ceil   ? kernels::block::e8m0_scale_rule::ceil
+           : o.scale_rule == e8m0_rule::even ? kernels::block::e8m0_scale_rule::even
+                                             : kernels::block::e8m0_scale_rule::floor;
+  k.element_rounding = o.element_rounding;
+  k.signed_zero = o.signed_zero;
+  return k;
+}
+
 // rows * cols, or false when it overflows.
 constexpr bool mx_matrix_size(std::size_t rows, std::size_t cols, std::size_t& n) noexcept {
   if (cols != 0 && rows > std::numeric_limits<std::size_t>::max() / cols) return false;
@@ -470,6 +483,17 @@ inline status mx_quantize_impl(const Src* src, std::size_t n, std::size_t row_le
   const status st =
       mx_check<Fmt>(n, row_length, o.block_size, src != nullptr && elements != nullptr && scales != nullptr);
   if (!st) return st;
+#if LOWBIT_HAS_AVX2_KERNELS
+  // The AVX2 kernel (kernels/avx2_block.hpp) writes the same bytes; it hands the rare blocks
+  // outside its fast range back to mx_quantize_block.
+  const kernels::block::mx_kernel_options ko = mx_kernel_options_of(o);
+  if (use_avx2() && kernels::block::mx_kernel_supports(ko)) {
+    const bool nan_block = kernels::block::avx2::mx_quantize<Fmt>(
+        src, n, elements, scales, ko,
+        [&o](const Src* x, std::uint8_t* e) noexcept { return mx_quantize_block<Fmt>(x, e, o); });
+    return nan_block && o.non_finite_is_error ? status{errc::non_finite_input} : status{errc::ok};
+  }
+#endif
   const std::size_t block_bytes = mx_element_bytes<Fmt>(o.block_size);
   bool non_finite = false;
   for (std::size_t b = 0; b < n / o.block_size; ++b) {
@@ -487,6 +511,16 @@ inline status mx_dequantize_impl(const std::uint8_t* elements, const std::uint8_
   const status st =
       mx_check<Fmt>(n, row_length, block_size, elements != nullptr && scales != nullptr && dst != nullptr);
   if (!st) return st;
+#if LOWBIT_HAS_AVX2_KERNELS
+  if (use_avx2() && block_size % 8 == 0) {
+    kernels::block::avx2::mx_dequantize<Fmt>(
+        elements, scales, n, dst, block_size,
+        [block_size](const std::uint8_t* e, std::uint8_t s, Dst* out) noexcept {
+          mx_dequantize_block<Fmt>(e, s, block_size, out);
+        });
+    return errc::ok;
+  }
+#endif
   const std::size_t block_bytes = mx_element_bytes<Fmt>(block_size);
   for (std::size_t b = 0; b < n / block_size; ++b)
     mx_dequantize_block<Fmt>(elements + b * block_bytes, scales[b], block_size, dst + b * block_size);

@@ -251,6 +251,18 @@ inline void nvfp4_dequantize_block(const std::uint8_t* elements, std::uint8_t sc
 
 namespace detail {
 
+// The tensor scale and options as the AVX2 kernels take them.
+constexpr kernels::block::nvfp4_kernel_options nvfp4_kernel_options_of(nvfp4_tensor_scale t,
+                                                                      const nvfp4_options& o) noexcept {
+  kernels::block::nvfp4_kernel_options k;
+  k.tensor_scale = t.value;
+  k.multiplier = t.convention == nvfp4_scale_convention::multiplier;
+  k.element_rounding = o.element_rounding;
+  k.scale_rounding = o.scale_rounding;
+  k.signed_zero = o.signed_zero;
+  return k;
+}
+
 template <class Src>
 inline status nvfp4_quantize_impl(const Src* src, std::size_t n, std::size_t row_length, std::uint8_t* elements,
                                   std::uint8_t* scales, nvfp4_tensor_scale t, const nvfp4_options& o) noexcept {
@@ -260,6 +272,14 @@ inline status nvfp4_quantize_impl(const Src* src, std::size_t n, std::size_t row
       o.scale_rounding == rounding::stochastic)
     return errc::bad_argument;
   if (n % nvfp4_block_size != 0 || row_length % nvfp4_block_size != 0) return errc::bad_block_size;
+#if LOWBIT_HAS_AVX2_KERNELS
+  // The AVX2 kernel (kernels/avx2_block.hpp) performs the same float32 operations and writes the
+  // same bytes as the loop below, in any MXCSR state.
+  if (use_avx2()) {
+    const bool nan_block = kernels::block::avx2::nvfp4_quantize(src, n, elements, scales, nvfp4_kernel_options_of(t, o));
+    return nan_block && o.non_finite_is_error ? status{errc::non_finite_input} : status{errc::ok};
+  }
+#endif
   bool non_finite = false;
   for (std::size_t b = 0; b < n / nvfp4_block_size; ++b) {
     scales[b] = nvfp4_quantize_block(src + b * nvfp4_block_size, elements + b * (nvfp4_block_size / 2), t, o);
@@ -276,6 +296,12 @@ inline status nvfp4_dequantize_impl(const std::uint8_t* elements, const std::uin
   if (n != 0 && (elements == nullptr || scales == nullptr || dst == nullptr)) return errc::bad_argument;
   if (!nvfp4_valid_tensor_scale(t)) return errc::bad_argument;
   if (n % nvfp4_block_size != 0 || row_length % nvfp4_block_size != 0) return errc::bad_block_size;
+#if LOWBIT_HAS_AVX2_KERNELS
+  if (use_avx2()) {
+    kernels::block::avx2::nvfp4_dequantize(elements, scales, n, dst, nvfp4_kernel_options_of(t, nvfp4_options{}));
+    return errc::ok;
+  }
+#endif
   for (std::size_t b = 0; b < n / nvfp4_block_size; ++b)
     nvfp4_dequantize_block(elements + b * (nvfp4_block_size / 2), scales[b], t, dst + b * nvfp4_block_size);
   return errc::ok;
