@@ -12,7 +12,9 @@
 // ScalarReferenceUnderFtzDaz, which reports what differs instead of asserting).
 #include <gtest/gtest.h>
 
-#include <lowbit/lowbit.hpp>
+#include <lowbit/core/cpu.hpp>
+#include <lowbit/schemes/integer.hpp>
+#include <lowbit/schemes/layouts.hpp>
 
 #if LOWBIT_HAS_AVX2_KERNELS
 #include <xmmintrin.h>

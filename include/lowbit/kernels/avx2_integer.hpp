@@ -16,10 +16,16 @@
 //
 // Dividing costs a vdivps per 8 elements; the nearest modes multiply by r = 1/s instead and prove
 // the result: with s normal and |s| < 2^126, y0 = RN(x * RN(1/s)) is within 3.01 * 2^-24 |y| of
-// y = RN(x / s). y0 is first clamped to [lo - 1, hi + 1] (|y0| <= 257), so |y0 - y| < 4.7e-5, and
-// unless y0 lies within 2^-12 of a half-integer, y0 and y round to the same integer in every
-// nearest mode (ties only matter at half-integers). When any element of a 32-element chunk is that
-// close, the chunk is redone with the division. Random data hits this about once per 2000 values.
+// y = RN(x / s), so within 2.3e-5 once |y0| <= 257 (the table clamps y0 to [lo - 1, hi + 1]; the
+// symmetric minmax path has |y| <= 128.5 by construction). Unless y0 lies that close to a
+// half-integer, y0 and y round to the same integer in every nearest mode (ties only matter at
+// half-integers). The table's kernel flags values within 2^-12 of one; the symmetric path rounds
+// y0 to a 2^-13 grid and flags grid points next to one (sym_group_grid). A flagged 32-element
+// chunk is redone by division. Random data hits this about once per 2000-3000 values.
+//
+// Symmetric minmax quantization works in batches of 8 groups: the groups' absmax reduced to one
+// lane each, their scales computed together (two divisions per 8 groups), software-pipelined one
+// batch ahead so that the division latency overlaps the previous batch's codes.
 //
 // Nothing here inlines the scalar reference code into an AVX2 function: the reference's a * b + c
 // compiles without FMA under the default flags, and would be contracted inside a target("fma")
@@ -87,6 +93,14 @@ struct int_dequantize_job {
 
 #include "avx2_common.hpp"
 #include "fp_env.hpp"
+
+#if defined(__GNUC__) || defined(__clang__)
+#define LOWBIT_INT_NOINLINE __attribute__((noinline))
+#elif defined(_MSC_VER)
+#define LOWBIT_INT_NOINLINE __declspec(noinline)
+#else
+#define LOWBIT_INT_NOINLINE
+#endif
 
 namespace lowbit {
 namespace kernels {
@@ -187,11 +201,7 @@ LOWBIT_AVX2_INLINE __m256i to_bf16_bits(__m256 v) {
   return _mm256_add_epi32(r, inf);  // Inf -> max finite (0x7F80 - 1 = 0x7F7F)
 }
 
-// float -> fp16 bits, nearest even (F16C; the explicit mode ignores MXCSR), and fp16 bits -> float.
-LOWBIT_AVX2_INLINE std::uint16_t to_half(float f) {
-  return static_cast<std::uint16_t>(
-      _mm_cvtsi128_si32(_mm_cvtps_ph(_mm_set_ss(f), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)) & 0xFFFF);
-}
+// fp16 bits -> float (F16C, exact).
 LOWBIT_AVX2_INLINE float from_half(std::uint16_t h) { return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h))); }
 
 // The exact value of fp16 bits as the scalar codec decodes them: F16C for everything but NaN,
@@ -272,21 +282,6 @@ LOWBIT_TARGET_AVX2 inline bool range(const float* x, std::size_t n, float* lo, f
   *lo = bits_float(lo_bits);
   *hi = bits_float(hi_bits);
   return finite;
-}
-
-// Largest |x| of n >= 1 values as bits (0x7F800000 or more: NaN or Inf present).
-LOWBIT_AVX2_INLINE std::uint32_t absmax_bits(const float* x, std::size_t n) {
-  __m256i m0 = _mm256_setzero_si256(), m1 = m0, m2 = m0, m3 = m0;
-  std::size_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    m0 = _mm256_max_epi32(m0, abs_bits(_mm256_loadu_ps(x + i)));
-    m1 = _mm256_max_epi32(m1, abs_bits(_mm256_loadu_ps(x + i + 8)));
-    m2 = _mm256_max_epi32(m2, abs_bits(_mm256_loadu_ps(x + i + 16)));
-    m3 = _mm256_max_epi32(m3, abs_bits(_mm256_loadu_ps(x + i + 24)));
-  }
-  for (; i + 8 <= n; i += 8) m0 = _mm256_max_epi32(m0, abs_bits(_mm256_loadu_ps(x + i)));
-  if (i < n) m1 = _mm256_max_epi32(m1, abs_bits(_mm256_maskload_ps(x + i, lane_mask(n - i))));
-  return static_cast<std::uint32_t>(hmax_epi32(_mm256_max_epi32(_mm256_max_epi32(m0, m1), _mm256_max_epi32(m2, m3))));
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -561,35 +556,242 @@ LOWBIT_TARGET_AVX2 inline void roundtrip(const float* x, std::size_t n, const in
 }
 
 // ------------------------------------------------------------------------------------------------
+// Batches of 8 groups: one lane per group
+
+// Lane k of the result = the largest lane of v[k] (an 8x8 transpose folded into the maxima).
+LOWBIT_AVX2_INLINE __m256i reduce8_max_epi32(const __m256i v[8]) {
+  const __m256i a = _mm256_max_epi32(_mm256_unpacklo_epi32(v[0], v[1]), _mm256_unpackhi_epi32(v[0], v[1]));
+  const __m256i b = _mm256_max_epi32(_mm256_unpacklo_epi32(v[2], v[3]), _mm256_unpackhi_epi32(v[2], v[3]));
+  const __m256i c = _mm256_max_epi32(_mm256_unpacklo_epi32(v[4], v[5]), _mm256_unpackhi_epi32(v[4], v[5]));
+  const __m256i d = _mm256_max_epi32(_mm256_unpacklo_epi32(v[6], v[7]), _mm256_unpackhi_epi32(v[6], v[7]));
+  const __m256i ab = _mm256_max_epi32(_mm256_unpacklo_epi64(a, b), _mm256_unpackhi_epi64(a, b));
+  const __m256i cd = _mm256_max_epi32(_mm256_unpacklo_epi64(c, d), _mm256_unpackhi_epi64(c, d));
+  return _mm256_max_epi32(_mm256_permute2x128_si256(ab, cd, 0x20), _mm256_permute2x128_si256(ab, cd, 0x31));
+}
+
+// Lane-wise largest |x| of a group of n >= 1 values (as bits; NaN and Inf compare above every
+// finite value). Masked loads for the last partial vector.
+LOWBIT_AVX2_INLINE __m256i lane_absmax(const float* x, std::size_t n) {
+  if (n % 32 == 0) {
+    __m256i a = _mm256_max_epi32(abs_bits(_mm256_loadu_ps(x)), abs_bits(_mm256_loadu_ps(x + 8)));
+    __m256i b = _mm256_max_epi32(abs_bits(_mm256_loadu_ps(x + 16)), abs_bits(_mm256_loadu_ps(x + 24)));
+    for (std::size_t i = 32; i < n; i += 32) {
+      a = _mm256_max_epi32(a, _mm256_max_epi32(abs_bits(_mm256_loadu_ps(x + i)), abs_bits(_mm256_loadu_ps(x + i + 8))));
+      b = _mm256_max_epi32(b, _mm256_max_epi32(abs_bits(_mm256_loadu_ps(x + i + 16)), abs_bits(_mm256_loadu_ps(x + i + 24))));
+    }
+    return _mm256_max_epi32(a, b);
+  }
+  __m256i m0 = _mm256_setzero_si256(), m1 = m0;
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    m0 = _mm256_max_epi32(m0, abs_bits(_mm256_loadu_ps(x + i)));
+    m1 = _mm256_max_epi32(m1, abs_bits(_mm256_loadu_ps(x + i + 8)));
+  }
+  if (i + 8 <= n) {
+    m0 = _mm256_max_epi32(m0, abs_bits(_mm256_loadu_ps(x + i)));
+    i += 8;
+  }
+  if (i < n) m1 = _mm256_max_epi32(m1, abs_bits(_mm256_maskload_ps(x + i, lane_mask(n - i))));
+  return _mm256_max_epi32(m0, m1);
+}
+
+// Lanes of a mask as bits 0..7.
+LOWBIT_AVX2_INLINE std::uint32_t lanes_of(__m256i m) {
+  return static_cast<std::uint32_t>(_mm256_movemask_ps(_mm256_castsi256_ps(m)));
+}
+
+// Round-to-nearest-even of positive finite floats to bfloat16 (bits in the high half).
+LOWBIT_AVX2_INLINE __m256i round_bf16_high(__m256 v) {
+  const __m256i b = _mm256_castps_si256(v);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
+  const __m256i r = _mm256_add_epi32(_mm256_add_epi32(b, _mm256_set1_epi32(0x7FFF)), lsb);
+  return _mm256_and_si256(r, _mm256_set1_epi32(static_cast<int>(0xFFFF0000u)));
+}
+
+// ------------------------------------------------------------------------------------------------
 // Fused symmetric quantization
+//
+// Per batch of 8 groups: the lane-wise absmax of each group, folded into one vector (a lane per
+// group); then the scales of all 8 at once: s = stored(amax / D), exactly as make_int_codec and
+// store_scale compute it (they divide in double and round once to the format): the float quotient
+// RN24(a/D) equals RN24(RN53(a/D)) (53 >= 2*24 + 2), and rounding it to fp16 or bfloat16 equals
+// rounding a/D directly, because a/D (a on a 2^-23-relative grid, D = N/2^j with N < 2^(k+1) for
+// D in [2^k, 2^(k+1))) never lies within half a float ulp of a half-way point of those formats
+// without being on it; with a >= 2^-100 the quotient is a normal float. Then each group's codes
+// with its broadcast scale and reciprocal. A group with NaN or Inf, a largest magnitude in
+// (0, 2^-100), or a scale its format cannot hold ends the call, the groups before it done.
 
-// How the scale of one group came out.
-enum class scale_outcome { ok, zero, refer };  // refer: leave the group to the reference path
-
-// stored(amax / divisor) for a finite amax >= 2^-100, exactly as make_int_codec + store_scale
-// (which divide in double and round once to the format): the float quotient RN24(a/D) is the
-// double's RN24(RN53(a/D)) (53 >= 2*24 + 2), and RN11 / RN8 of it equal the single rounding of
-// a/D because a/D (a on a 2^-23-relative grid, D = N/2^j with N < 2^(k+1)) never lies within
-// half a float ulp of a half-way point of fp16 or bfloat16 without being on it.
-LOWBIT_AVX2_INLINE scale_outcome symmetric_scale(std::uint32_t amax, float divisor, int_scale_format fmt, float* s) {
-  const float q = bits_float(amax) / divisor;
+LOWBIT_AVX2_INLINE __m256i scales_for(__m256 a, __m256 divisor, int_scale_format fmt, __m256& s) {
+  const __m256 q = _mm256_div_ps(a, divisor);
+  s = q;
   switch (fmt) {
-    case int_scale_format::float32: *s = q; break;
+    case int_scale_format::float32: break;
     case int_scale_format::float16: {
-      const std::uint16_t h = to_half(q);
-      if ((h & 0x7FFFu) >= 0x7C00u) return scale_outcome::refer;  // beyond fp16: the reference's error
-      *s = from_half(h);
-      break;
+      const __m128i h = _mm256_cvtps_ph(q, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      s = _mm256_cvtph_ps(h);
+      // Beyond fp16: the reference's error (bad_argument).
+      return _mm256_cmpgt_epi32(_mm256_and_si256(_mm256_cvtepu16_epi32(h), _mm256_set1_epi32(0x7FFF)),
+                                _mm256_set1_epi32(0x7BFF));
     }
     case int_scale_format::bfloat16: {
-      const std::uint32_t b = float_bits(q);
-      const std::uint32_t r = ((b + 0x7FFFu + ((b >> 16) & 1u)) >> 16) << 16;
-      if (r >= 0x7F800000u) return scale_outcome::refer;  // rounds past bfloat16's largest: the reference's error
-      *s = bits_float(r);
-      break;
+      const __m256i r = round_bf16_high(q);
+      s = _mm256_castsi256_ps(r);
+      return _mm256_cmpgt_epi32(r, _mm256_set1_epi32(0x7F7FFFFF));  // rounds past the largest bfloat16
     }
   }
-  return *s == 0.0f ? scale_outcome::zero : scale_outcome::ok;
+  return _mm256_setzero_si256();
+}
+
+// The hot case: one group of 32k values, a nearest mode, |x / s| < 512 by construction (x within
+// the group's amax, s = amax / D rounded). y = x * (1/s) is rounded to the grid 2^-13 by adding
+// 1536 (the sum has that ulp), so the float's low bits hold v = round(y * 2^13); then
+// code = (v + 0x1000 + 1) >> 13, unless v is within one grid step of a half-integer
+// (v mod 2^13 in {0xFFF, 0x1000, 0x1001}), which makes the call return false and the caller
+// redo the group with the division. Non-flagged values lie at least 3 * 2^-14 from every
+// half-integer, against an error of at most 3 * 2^-24 * 128.5 < 2.3e-5 in y (a contracted
+// x * r + 1536 is nearer still), so they round as RN(x / s) does. Signed byte clamp, zero-point.
+struct grid_consts {
+  __m256 grid;     // 1536.0f: its ulp is 2^-13
+  __m256i bias;    // bits(1536) - (0x1000 + 1) - zero_point * 2^13
+  __m256i low;     // 0x1FFF
+  __m256i cmax8;   // code_max as bytes
+};
+
+// code + zero-point of one vector, by the grid (see sym_group_grid); near collects the low bits.
+LOWBIT_AVX2_INLINE __m256i grid_round(__m256 x, __m256 r, const grid_consts& k, __m256i& near) {
+  const __m256 t = _mm256_add_ps(_mm256_mul_ps(x, r), k.grid);
+  const __m256i u = _mm256_sub_epi32(_mm256_castps_si256(t), k.bias);
+  near = _mm256_min_epi32(near, _mm256_and_si256(u, k.low));
+  return _mm256_srai_epi32(u, 13);
+}
+
+// The 32 codes of a chunk some value of which came near a half-integer: by division, exactly.
+LOWBIT_AVX2_INLINE __m256i sym_chunk_exact(const float* xc, const qctx& q) {
+  if (q.rm == rounding::nearest_even) {  // RN(x / s) rounded to nearest even: round_ps does just that
+    constexpr int ne = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+    const __m256i b = pack_signed32(_mm256_cvttps_epi32(_mm256_round_ps(_mm256_div_ps(_mm256_loadu_ps(xc), q.scale), ne)),
+                                    _mm256_cvttps_epi32(_mm256_round_ps(_mm256_div_ps(_mm256_loadu_ps(xc + 8), q.scale), ne)),
+                                    _mm256_cvttps_epi32(_mm256_round_ps(_mm256_div_ps(_mm256_loadu_ps(xc + 16), q.scale), ne)),
+                                    _mm256_cvttps_epi32(_mm256_round_ps(_mm256_div_ps(_mm256_loadu_ps(xc + 24), q.scale), ne)));
+    return _mm256_add_epi8(_mm256_min_epi8(_mm256_max_epi8(b, q.lo8), q.hi8), q.zp8);
+  }
+  const __m256i z = _mm256_setzero_si256();
+  return pack_codes32(codes_exact(_mm256_loadu_ps(xc), q, z), codes_exact(_mm256_loadu_ps(xc + 8), q, z),
+                      codes_exact(_mm256_loadu_ps(xc + 16), q, z), codes_exact(_mm256_loadu_ps(xc + 24), q, z));
+}
+
+// The same, stored (out of line: the hot loop keeps its registers).
+template <bool Nibbles>
+LOWBIT_TARGET_AVX2 LOWBIT_INT_NOINLINE void sym_chunk_exact_store(const float* xc, const qctx& qc, __m256 scales,
+                                                                         __m256i lane, std::uint8_t* out) noexcept {
+  qctx q = qc;
+  q.scale = _mm256_permutevar8x32_ps(scales, lane);
+  const __m256i codes = sym_chunk_exact(xc, q);
+  if (Nibbles) {
+    store_nibbles(out, codes);
+  } else {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), codes);
+  }
+}
+
+// Codes of one group of 32k values (r: the broadcast 1/s; scales/lane: s, for the exact path).
+// The grid: y = x * r is rounded to multiples of 2^-13 by adding 1536 (the sum has that ulp), so
+// the float's low bits hold v = round(y * 2^13), and code = (v + 0x1000 + 1) >> 13 + zero-point,
+// unless v is within one step of a half-integer (v mod 2^13 in {0xFFF, 0x1000, 0x1001}): then the
+// chunk is redone by division. Other values lie at least 3 * 2^-14 from every half-integer,
+// against an error of at most 3 * 2^-24 * 128.5 < 2.3e-5 in y (a contracted x * r + 1536 is
+// nearer still), so they round as RN(x / s) does. The caller guarantees |x / s| <= D (1 + 2^-8)
+// (s a normal number of its format), so codes lie in code_min .. code_max + 1 and only the top
+// needs a clamp (the full range's +D + 1/2, which rounds up); packus saturates 256 to 255.
+template <bool Nibbles>
+LOWBIT_AVX2_INLINE void sym_group_grid(const float* x, std::size_t chunks, __m256 r, __m256 scales, __m256i lane,
+                                       const qctx& qc, const grid_consts& k, std::uint8_t* out) {
+  for (std::size_t c = 0; c < chunks; ++c) {
+    const float* xc = x + 32 * c;
+    __m256i near = _mm256_set1_epi32(0x7FFFFFFF);
+    const __m256i q0 = grid_round(_mm256_loadu_ps(xc), r, k, near);
+    const __m256i q1 = grid_round(_mm256_loadu_ps(xc + 8), r, k, near);
+    const __m256i q2 = grid_round(_mm256_loadu_ps(xc + 16), r, k, near);
+    const __m256i q3 = grid_round(_mm256_loadu_ps(xc + 24), r, k, near);
+    if (!_mm256_testz_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(3), near), _mm256_set1_epi32(-1))) {
+      sym_chunk_exact_store<Nibbles>(xc, qc, scales, lane, out + (Nibbles ? 16 : 32) * c);
+      continue;
+    }
+    const __m256i codes = _mm256_min_epu8(pack_codes32(q0, q1, q2, q3), k.cmax8);
+    if (Nibbles) {
+      store_nibbles(out + 16 * c, codes);
+    } else {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 32 * c), codes);
+    }
+  }
+}
+
+// The scales of a batch of up to 8 groups, one lane each.
+struct sym_batch {
+  __m256 s, r;          // stored scale, and its reciprocal
+  std::uint32_t stop;   // lanes the reference must do (NaN/Inf, tiny amax, scale overflow)
+  std::uint32_t tight;  // lanes sym_group_grid may take (s normal and below 2^126)
+};
+
+LOWBIT_AVX2_INLINE sym_batch symmetric_batch(const int_symmetric_job& j, std::size_t g0, std::size_t m,
+                                             __m256 divisor) {
+  const std::size_t len = j.group_length;
+  const float* x = j.x + g0 * len;
+  const __m256i z = _mm256_setzero_si256();
+  __m256i amax;
+  if (m == 8) {
+    const __m256i v[8] = {lane_absmax(x, len),           lane_absmax(x + len, len),     lane_absmax(x + 2 * len, len),
+                          lane_absmax(x + 3 * len, len), lane_absmax(x + 4 * len, len), lane_absmax(x + 5 * len, len),
+                          lane_absmax(x + 6 * len, len), lane_absmax(x + 7 * len, len)};
+    amax = reduce8_max_epi32(v);
+  } else {
+    __m256i v[8];
+    for (std::size_t k = 0; k < 8; ++k) v[k] = k < m ? lane_absmax(x + k * len, len) : z;
+    amax = reduce8_max_epi32(v);
+  }
+  sym_batch b;
+  b.s = _mm256_setzero_ps();
+  __m256i refer = scales_for(_mm256_castsi256_ps(amax), divisor, j.scale_format, b.s);
+  refer = _mm256_or_si256(refer, _mm256_cmpgt_epi32(amax, _mm256_set1_epi32(0x7F7FFFFF)));  // NaN, Inf
+  refer = _mm256_or_si256(refer, _mm256_andnot_si256(_mm256_cmpeq_epi32(amax, _mm256_setzero_si256()),
+                                                     _mm256_cmpgt_epi32(_mm256_set1_epi32(0x0D800000), amax)));
+  b.stop = lanes_of(refer) & ((1u << m) - 1u);
+  b.r = _mm256_div_ps(_mm256_set1_ps(1.0f), b.s);
+  // s a normal number of its format (so within 2^-8 relative of amax / D) and below 2^126.
+  const __m256i sb = _mm256_castps_si256(b.s);
+  const int min_normal = j.scale_format == int_scale_format::float16 ? 0x38800000 : 0x00800000;
+  b.tight = lanes_of(_mm256_and_si256(_mm256_cmpgt_epi32(sb, _mm256_set1_epi32(min_normal - 1)),
+                                      _mm256_cmpgt_epi32(_mm256_set1_epi32(0x7E800000), sb)));
+  return b;
+}
+
+// One group of a symmetric job the long way (any length and mode, zero scales, near-ties):
+// kept out of line so that the hot loop keeps its registers.
+template <bool Nibbles>
+LOWBIT_TARGET_AVX2 LOWBIT_INT_NOINLINE void symmetric_group(const int_symmetric_job& j, std::size_t g, float s,
+                                                                  float r, std::uint8_t* out) noexcept {
+  const std::size_t len = j.group_length;
+  int_group_codec c;
+  c.zero_point = j.zero_point;
+  c.code_min = j.code_min;
+  c.code_max = j.code_max;
+  c.rm = j.rm;
+  if (s == 0.0f) {  // all zeros, or a scale that underflows its format: every code the zero-point
+    const std::uint8_t z = zero_code(c);
+    std::memset(out, Nibbles ? (z | z << 4) : z, Nibbles ? len / 2 : len);
+    return;
+  }
+  c.scale = s;
+  qctx q = make_qctx(c);
+  q.recip = _mm256_set1_ps(r);
+  const float* x = j.x + g * len;
+  const std::uint32_t* rb = j.rm == rounding::stochastic && j.random_bits != nullptr ? j.random_bits + g * len : nullptr;
+  if (float_bits(s) < 0x7E800000u) {  // |x / s| stays below 2^15 and 1/s is normal
+    quantize_run<true, Nibbles>(x, len, rb, q, out);
+  } else {
+    q.fast = false;
+    quantize_run<false, Nibbles>(x, len, rb, q, out);
+  }
 }
 
 template <bool Nibbles>
@@ -597,84 +799,165 @@ LOWBIT_TARGET_AVX2 inline std::size_t quantize_symmetric_impl(const int_symmetri
                                                               std::size_t last) noexcept {
   const std::size_t len = j.group_length;
   int_group_codec c;
+  c.scale = 1.0f;
   c.zero_point = j.zero_point;
   c.code_min = j.code_min;
   c.code_max = j.code_max;
   c.rm = j.rm;
-  const std::uint32_t* rb_all = j.rm == rounding::stochastic ? j.random_bits : nullptr;
-  for (std::size_t g = first; g < last; ++g) {
-    const float* x = j.x + g * len;
-    const std::uint32_t amax = absmax_bits(x, len);
-    if (amax >= 0x7F800000u) return g;                      // NaN or Inf: the reference reports it
-    if (amax != 0u && amax < 0x0D800000u) return g;         // below 2^-100: subnormal territory
-    float s = 0.0f;
-    const scale_outcome o = amax == 0u ? scale_outcome::zero : symmetric_scale(amax, j.divisor, j.scale_format, &s);
-    if (o == scale_outcome::refer) return g;
-    std::uint8_t* out = Nibbles ? j.codes + g * len / 2 : j.codes + g * len;
-    j.scales[g] = s;
-    if (o == scale_outcome::zero) {
-      c.scale = 0.0f;
-      const std::uint8_t z = zero_code(c);
-      std::memset(out, Nibbles ? (z | z << 4) : z, Nibbles ? len / 2 : len);
+  const qctx q = make_qctx(c);
+  const grid_consts gk{_mm256_set1_ps(1536.0f), _mm256_set1_epi32(0x44C00000 - 0x1001 - j.zero_point * 0x2000),
+                       _mm256_set1_epi32(0x1FFF), _mm256_set1_epi8(static_cast<char>(j.code_max))};
+  const __m256 divisor = _mm256_set1_ps(j.divisor);
+  const bool grid = q.fast && len % 32 == 0;  // a nearest mode
+  if (first >= last) return last;
+  // Software-pipelined: the next batch's absmax and scales are computed before this batch's codes,
+  // so their division latency overlaps independent work.
+  sym_batch next = symmetric_batch(j, first, last - first < 8 ? last - first : 8, divisor);
+  for (std::size_t g0 = first; g0 < last; g0 += 8) {
+    const std::size_t m = last - g0 < 8 ? last - g0 : 8;
+    const sym_batch b = next;
+    if (b.stop == 0 && g0 + 8 < last) next = symmetric_batch(j, g0 + 8, last - g0 - 8 < 8 ? last - g0 - 8 : 8, divisor);
+    const std::size_t done = b.stop != 0 ? lowest_bit(b.stop) : m;
+    alignas(32) float sv[8];
+    alignas(32) float rv[8];
+    _mm256_store_ps(sv, b.s);
+    _mm256_store_ps(rv, b.r);
+    if (done == 8) {
+      _mm256_storeu_ps(j.scales + g0, b.s);
+    } else {
+      for (std::size_t k = 0; k < done; ++k) j.scales[g0 + k] = sv[k];
+    }
+    const std::uint32_t tight = grid ? b.tight : 0u;
+    if (len == 32 && done == 8 && tight == 0xFFu) {  // the hot case, unrolled
+      const float* x = j.x + g0 * 32;
+      std::uint8_t* out = j.codes + g0 * (Nibbles ? 16 : 32);
+      constexpr std::size_t step = Nibbles ? 16 : 32;
+      sym_group_grid<Nibbles>(x, 1, _mm256_permutevar8x32_ps(b.r, _mm256_set1_epi32(0)), b.s, _mm256_set1_epi32(0), q, gk, out);
+      sym_group_grid<Nibbles>(x + 32, 1, _mm256_permutevar8x32_ps(b.r, _mm256_set1_epi32(1)), b.s, _mm256_set1_epi32(1), q, gk, out + step);
+      sym_group_grid<Nibbles>(x + 64, 1, _mm256_permutevar8x32_ps(b.r, _mm256_set1_epi32(2)), b.s, _mm256_set1_epi32(2), q, gk, out + 2 * step);
+      sym_group_grid<Nibbles>(x + 96, 1, _mm256_permutevar8x32_ps(b.r, _mm256_set1_epi32(3)), b.s, _mm256_set1_epi32(3), q, gk, out + 3 * step);
+      sym_group_grid<Nibbles>(x + 128, 1, _mm256_permutevar8x32_ps(b.r, _mm256_set1_epi32(4)), b.s, _mm256_set1_epi32(4), q, gk, out + 4 * step);
+      sym_group_grid<Nibbles>(x + 160, 1, _mm256_permutevar8x32_ps(b.r, _mm256_set1_epi32(5)), b.s, _mm256_set1_epi32(5), q, gk, out + 5 * step);
+      sym_group_grid<Nibbles>(x + 192, 1, _mm256_permutevar8x32_ps(b.r, _mm256_set1_epi32(6)), b.s, _mm256_set1_epi32(6), q, gk, out + 6 * step);
+      sym_group_grid<Nibbles>(x + 224, 1, _mm256_permutevar8x32_ps(b.r, _mm256_set1_epi32(7)), b.s, _mm256_set1_epi32(7), q, gk, out + 7 * step);
       continue;
     }
-    c.scale = s;
-    const qctx q = make_qctx(c);
-    const std::uint32_t* rb = rb_all != nullptr ? rb_all + g * len : nullptr;
-    if ((float_bits(s) >> 23) > 252u) {  // 1/s not normal: divide (never with minmax scales of finite data)
-      quantize_run<false, Nibbles>(x, len, rb, q, out);
-    } else {
-      quantize_run<true, Nibbles>(x, len, rb, q, out);
+    for (std::size_t k = 0; k < done; ++k) {
+      const std::size_t g = g0 + k;
+      std::uint8_t* out = Nibbles ? j.codes + g * len / 2 : j.codes + g * len;
+      if (((tight >> k) & 1u) != 0) {
+        const __m256i lane = _mm256_set1_epi32(static_cast<int>(k));
+        sym_group_grid<Nibbles>(j.x + g * len, len / 32, _mm256_permutevar8x32_ps(b.r, lane), b.s, lane, q, gk, out);
+      } else {
+        symmetric_group<Nibbles>(j, g, sv[k], rv[k], out);
+      }
     }
+    if (b.stop != 0) return g0 + done;
   }
   return last;
 }
 
 // ------------------------------------------------------------------------------------------------
-// Fused dequantization of groups
+// Fused dequantization of groups, 8 at a time: the stored parameters are checked as
+// stored_int_codec does (finite and representable in the format; an integer zero-point in
+// 0..2^b-1), then each group is dequantized with its broadcast parameters.
 
-// Whether v is finite and exactly representable in fmt (is_stored_scale).
-LOWBIT_AVX2_INLINE bool stored_ok(float v, int_scale_format fmt) {
-  const std::uint32_t b = float_bits(v);
-  if ((b & 0x7F800000u) == 0x7F800000u) return false;
+// Lanes of v that are finite and exactly representable in fmt (is_stored_scale).
+LOWBIT_AVX2_INLINE __m256i stored_ok(__m256 v, int_scale_format fmt) {
+  const __m256i b = _mm256_castps_si256(v);
+  const __m256i exp = _mm256_set1_epi32(0x7F800000);
+  const __m256i finite = _mm256_xor_si256(_mm256_cmpeq_epi32(_mm256_and_si256(b, exp), exp), _mm256_set1_epi32(-1));
   switch (fmt) {
-    case int_scale_format::float32: return true;
-    case int_scale_format::float16:
-      return from_half(to_half(v)) == v;
-    case int_scale_format::bfloat16: return (b & 0xFFFFu) == 0u;
+    case int_scale_format::float32: return finite;
+    case int_scale_format::float16: {
+      const __m256 back = _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+      return _mm256_and_si256(finite, _mm256_castps_si256(_mm256_cmp_ps(back, v, _CMP_EQ_OQ)));
+    }
+    case int_scale_format::bfloat16:
+      return _mm256_and_si256(finite, _mm256_cmpeq_epi32(_mm256_and_si256(b, _mm256_set1_epi32(0xFFFF)),
+                                                         _mm256_setzero_si256()));
   }
-  return false;
+  return finite;
+}
+
+// 32 nibble codes minus an integer zero-point (both 0..15, so the difference fits a signed byte)
+// -> 32 results.
+template <class Out>
+LOWBIT_AVX2_INLINE void values32_small(__m256i codes, __m256i z8, __m256 s, Out* y) {
+  const __m256i d = _mm256_sub_epi8(codes, z8);
+  const __m128i lo = _mm256_castsi256_si128(d);
+  const __m128i hi = _mm256_extracti128_si256(d, 1);
+  put8(y, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)), s));
+  put8(y + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))), s));
+  put8(y + 16, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)), s));
+  put8(y + 24, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))), s));
+}
+
+// One group of nibbles (starting at an even element) with an integer zero-point.
+template <class Out>
+LOWBIT_AVX2_INLINE void dequantize_nibbles(const std::uint8_t* codes, std::size_t n, int zero_point, __m256 s,
+                                           Out* y) {
+  const __m256i z8 = _mm256_set1_epi8(static_cast<char>(zero_point));
+  std::size_t i = 0;
+  for (; i + 32 <= n; i += 32) values32_small(load_nibbles(codes + i / 2), z8, s, y + i);
+  if (i < n) {
+    const std::size_t m = n - i;
+    alignas(32) std::uint8_t cb[16] = {};
+    Out yb[32];
+    std::memcpy(cb, codes + i / 2, (m + 1) / 2);
+    values32_small(load_nibbles(cb), z8, s, yb);
+    std::memcpy(y + i, yb, m * sizeof(Out));
+  }
 }
 
 template <bool Nibbles, class Out>
 LOWBIT_TARGET_AVX2 inline std::size_t dequantize_groups_impl(const int_dequantize_job& j, Out* y, std::size_t first,
                                                              std::size_t last) noexcept {
   const std::size_t len = j.group_length;
-  for (std::size_t g = first; g < last; ++g) {
-    const float s = j.scales[g];
-    if (!stored_ok(s, j.scale_format)) return g;
-    int zp = j.zero_point;
-    float m = 0.0f;
+  const bool offsets = j.zeros != nullptr && j.zeros_are_offsets;
+  for (std::size_t g0 = first; g0 < last; g0 += 8) {
+    const std::size_t m = last - g0 < 8 ? last - g0 : 8;
+    const __m256i lanes = lane_mask(m);
+    const __m256 s = _mm256_maskload_ps(j.scales + g0, lanes);
+    __m256i ok = stored_ok(s, j.scale_format);
+    __m256 zv = _mm256_setzero_ps();
     if (j.zeros != nullptr) {
-      const float z = j.zeros[g];
-      if (j.zeros_are_offsets) {
-        if (!stored_ok(z, j.scale_format)) return g;
-        m = z;
-        zp = 0;
-      } else {
-        if (!(z >= 0.0f && z <= static_cast<float>(j.code_max) && std::floor(z) == z)) return g;
-        zp = static_cast<int>(z);
+      zv = _mm256_maskload_ps(j.zeros + g0, lanes);
+      if (offsets) {
+        ok = _mm256_and_si256(ok, stored_ok(zv, j.scale_format));
+      } else {  // an integer in 0..code_max
+        const __m256 in_range = _mm256_and_ps(_mm256_cmp_ps(zv, _mm256_setzero_ps(), _CMP_GE_OQ),
+                                              _mm256_cmp_ps(zv, _mm256_set1_ps(static_cast<float>(j.code_max)), _CMP_LE_OQ));
+        const __m256 integral =
+            _mm256_cmp_ps(_mm256_round_ps(zv, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC), zv, _CMP_EQ_OQ);
+        ok = _mm256_and_si256(ok, _mm256_castps_si256(_mm256_and_ps(in_range, integral)));
       }
     }
-    const dctx d = make_dctx(s, zp, j.zeros_are_offsets && j.zeros != nullptr, m);
-    const std::uint8_t* codes = Nibbles ? j.codes + g * len / 2 : j.codes + g * len;
-    dequantize_run<Nibbles>(codes, len, d, y + g * len);
+    const std::uint32_t stop = ~lanes_of(ok) & ((1u << m) - 1u);
+    const std::size_t done = stop != 0 ? lowest_bit(stop) : m;
+    alignas(32) float sv[8];
+    alignas(32) float zf[8];
+    _mm256_store_ps(sv, s);
+    _mm256_store_ps(zf, zv);
+    for (std::size_t k = 0; k < done; ++k) {
+      const std::size_t g = g0 + k;
+      const int zp = j.zeros == nullptr ? j.zero_point : offsets ? 0 : static_cast<int>(zf[k]);
+      if (Nibbles && !offsets) {
+        dequantize_nibbles(j.codes + g * len / 2, len, zp, _mm256_set1_ps(sv[k]), y + g * len);
+      } else {
+        const dctx d = make_dctx(sv[k], zp, offsets, zf[k]);
+        const std::uint8_t* codes = Nibbles ? j.codes + g * len / 2 : j.codes + g * len;
+        dequantize_run<Nibbles>(codes, len, d, y + g * len);
+      }
+    }
+    if (stop != 0) return g0 + done;
   }
   return last;
 }
 
 // ------------------------------------------------------------------------------------------------
-// ggml blocks (schemes/layouts.hpp): Q4_0 = {fp16 d; 16 bytes}, Q8_0 = {fp16 d; 32 int8}
+// ggml blocks (schemes/layouts.hpp): Q4_0 = {fp16 d; 16 bytes}, Q8_0 = {fp16 d; 32 int8}.
+// Batches of 8 blocks, one lane per block for the scale arithmetic.
 
 constexpr std::size_t q4_0_bytes = 18;
 constexpr std::size_t q8_0_bytes = 34;
@@ -686,100 +969,153 @@ LOWBIT_AVX2_INLINE std::uint16_t load_u16(const unsigned char* p) {
 }
 LOWBIT_AVX2_INLINE void store_u16(unsigned char* p, std::uint16_t v) { std::memcpy(p, &v, sizeof v); }
 
+// Lane k: the largest |x| of block k (bits), for up to 8 blocks of 32 (the others 0).
+LOWBIT_AVX2_INLINE __m256i block_absmax8(const float* x, std::size_t m) {
+  __m256i v[8];
+  for (std::size_t k = 0; k < 8; ++k) {
+    if (k < m) {
+      const float* xb = x + k * 32;
+      v[k] = _mm256_max_epi32(_mm256_max_epi32(abs_bits(_mm256_loadu_ps(xb)), abs_bits(_mm256_loadu_ps(xb + 8))),
+                              _mm256_max_epi32(abs_bits(_mm256_loadu_ps(xb + 16)), abs_bits(_mm256_loadu_ps(xb + 24))));
+    } else {
+      v[k] = _mm256_setzero_si256();
+    }
+  }
+  return reduce8_max_epi32(v);
+}
 
+// The first element of a block whose magnitude has the bits `amax` (ggml keeps the first on ties).
+LOWBIT_AVX2_INLINE float first_with_magnitude(const float* xb, std::uint32_t amax) {
+  const __m256i t = _mm256_set1_epi32(static_cast<int>(amax));
+  const std::uint32_t hit = lanes_of(_mm256_cmpeq_epi32(abs_bits(_mm256_loadu_ps(xb)), t)) |
+                            lanes_of(_mm256_cmpeq_epi32(abs_bits(_mm256_loadu_ps(xb + 8)), t)) << 8 |
+                            lanes_of(_mm256_cmpeq_epi32(abs_bits(_mm256_loadu_ps(xb + 16)), t)) << 16 |
+                            lanes_of(_mm256_cmpeq_epi32(abs_bits(_mm256_loadu_ps(xb + 24)), t)) << 24;
+  return xb[lowest_bit(hit)];
+}
+
+// Stops at the first block with NaN or Inf (non_finite_input) or whose scale overflows fp16
+// (bad_argument): that block and the ones after it are not written.
 // ggml_quantize_q4_0: max = the first element of largest magnitude, d = max / -8, id = 1/d,
 // code = min(15, trunc(x * id + 8.5)) (NaN and negatives 0).
 LOWBIT_TARGET_AVX2 inline errc ggml_quantize_q4_0(const float* x, std::size_t blocks, unsigned char* y) noexcept {
   const __m256 c85 = _mm256_set1_ps(8.5f);
   const __m256 c15 = _mm256_set1_ps(15.0f);
   const __m256 zero = _mm256_setzero_ps();
-  for (std::size_t b = 0; b < blocks; ++b) {
-    const float* xb = x + b * 32;
-    const __m256 v[4] = {_mm256_loadu_ps(xb), _mm256_loadu_ps(xb + 8), _mm256_loadu_ps(xb + 16),
-                         _mm256_loadu_ps(xb + 24)};
-    const __m256i a[4] = {abs_bits(v[0]), abs_bits(v[1]), abs_bits(v[2]), abs_bits(v[3])};
-    const __m256i m = _mm256_max_epi32(_mm256_max_epi32(a[0], a[1]), _mm256_max_epi32(a[2], a[3]));
-    const int amax = hmax_epi32(m);
-    if (static_cast<std::uint32_t>(amax) >= 0x7F800000u) return errc::non_finite_input;
-    float max = 0.0f;
-    if (amax != 0) {
-      const __m256i t = _mm256_set1_epi32(amax);
-      const std::uint32_t hit =
-          static_cast<std::uint32_t>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(a[0], t)))) |
-          static_cast<std::uint32_t>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(a[1], t)))) << 8 |
-          static_cast<std::uint32_t>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(a[2], t)))) << 16 |
-          static_cast<std::uint32_t>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(a[3], t)))) << 24;
-      max = xb[lowest_bit(hit)];
+  for (std::size_t b0 = 0; b0 < blocks; b0 += 8) {
+    const std::size_t m = blocks - b0 < 8 ? blocks - b0 : 8;
+    const float* xb0 = x + b0 * 32;
+    const __m256i amax = block_absmax8(xb0, m);
+    const std::uint32_t bad_input = lanes_of(_mm256_cmpgt_epi32(amax, _mm256_set1_epi32(0x7F7FFFFF))) & ((1u << m) - 1u);
+    alignas(32) std::uint32_t av[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(av), amax);
+    alignas(32) float mv[8] = {};
+    const std::size_t valid = bad_input != 0 ? lowest_bit(bad_input) : m;
+    for (std::size_t k = 0; k < valid; ++k) mv[k] = av[k] != 0 ? first_with_magnitude(xb0 + k * 32, av[k]) : 0.0f;
+    const __m256 d = _mm256_div_ps(_mm256_load_ps(mv), _mm256_set1_ps(-8.0f));
+    const __m256 nonzero = _mm256_cmp_ps(d, zero, _CMP_NEQ_OQ);
+    const __m256 id = _mm256_and_ps(_mm256_div_ps(_mm256_set1_ps(1.0f), d), nonzero);  // 0 where d is 0
+    const __m128i h = _mm256_cvtps_ph(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const std::uint32_t overflow =
+        lanes_of(_mm256_cmpeq_epi32(_mm256_and_si256(_mm256_cvtepu16_epi32(h), _mm256_set1_epi32(0x7FFF)),
+                                    _mm256_set1_epi32(0x7C00))) & ((1u << valid) - 1u);
+    const std::size_t done = overflow != 0 ? lowest_bit(overflow) : valid;
+    alignas(16) std::uint16_t hv[8];
+    _mm_store_si128(reinterpret_cast<__m128i*>(hv), h);
+    alignas(32) float iv[8];
+    _mm256_store_ps(iv, id);
+    for (std::size_t k = 0; k < done; ++k) {
+      const float* xb = xb0 + k * 32;
+      const __m256 idv = _mm256_set1_ps(iv[k]);
+      __m256i q[4];
+      for (int i = 0; i < 4; ++i) {
+        const __m256 t = _mm256_add_ps(no_fma(_mm256_mul_ps(_mm256_loadu_ps(xb + 8 * i), idv)), c85);
+        q[i] = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(t, zero), c15));  // NaN -> 0
+      }
+      const __m256i lo = _mm256_or_si256(q[0], _mm256_slli_epi32(q[2], 4));  // bytes 0..7
+      const __m256i hi = _mm256_or_si256(q[1], _mm256_slli_epi32(q[3], 4));  // bytes 8..15
+      const __m256i w = _mm256_packus_epi32(lo, hi);
+      const __m256i bytes =
+          _mm256_permutevar8x32_epi32(_mm256_packus_epi16(w, w), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+      unsigned char* yb = y + (b0 + k) * q4_0_bytes;
+      store_u16(yb, hv[k]);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(yb + 2), _mm256_castsi256_si128(bytes));
     }
-    const float d = max / -8.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    const std::uint16_t h = to_half(d);
-    if ((h & 0x7FFFu) == 0x7C00u) return errc::bad_argument;
-    const __m256 idv = _mm256_set1_ps(id);
-    __m256i q[4];
-    for (int k = 0; k < 4; ++k) {
-      const __m256 t = _mm256_add_ps(no_fma(_mm256_mul_ps(v[k], idv)), c85);
-      q[k] = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(t, zero), c15));  // NaN -> 0
-    }
-    const __m256i lo = _mm256_or_si256(q[0], _mm256_slli_epi32(q[2], 4));  // bytes 0..7
-    const __m256i hi = _mm256_or_si256(q[1], _mm256_slli_epi32(q[3], 4));  // bytes 8..15
-    const __m256i w = _mm256_packus_epi32(lo, hi);
-    const __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(w, w), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-    unsigned char* yb = y + b * q4_0_bytes;
-    store_u16(yb, h);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(yb + 2), _mm256_castsi256_si128(bytes));
+    if (done < valid) return errc::bad_argument;
+    if (valid < m) return errc::non_finite_input;
   }
   return errc::ok;
 }
 
 LOWBIT_TARGET_AVX2 inline void ggml_dequantize_q4_0(const unsigned char* x, std::size_t blocks, float* y) noexcept {
   const __m128i low = _mm_set1_epi8(0x0F);
+  const __m256i eight = _mm256_set1_epi8(8);
   for (std::size_t b = 0; b < blocks; ++b) {
     const unsigned char* xb = x + b * q4_0_bytes;
     const __m256 d = _mm256_set1_ps(half_to_float(load_u16(xb)));
     const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(xb + 2));
     const __m256i codes = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(qs, 4), low), _mm_and_si128(qs, low));
-    const __m256i z = _mm256_set1_epi32(8);
-    float* yb = y + b * 32;
-    _mm256_storeu_ps(yb, values8(widen8<0>(codes), d, z));
-    _mm256_storeu_ps(yb + 8, values8(widen8<1>(codes), d, z));
-    _mm256_storeu_ps(yb + 16, values8(widen8<2>(codes), d, z));
-    _mm256_storeu_ps(yb + 24, values8(widen8<3>(codes), d, z));
+    values32_small(codes, eight, d, y + b * 32);
   }
 }
 
-// ggml_quantize_q8_0: d = amax / 127, id = 1/d, q = roundf(x * id) clamped to +-127 (NaN 0).
+// ggml_quantize_q8_0: d = amax / 127, id = 1/d (0 for d = 0), q = roundf(x * id) clamped to
+// +-127 (NaN 0). roundf is trunc(v + copysign(0.49999997, v)): exact for |v| < 2^23 under
+// nearest-even (a fraction below 1/2 stays more than half an ulp short of the next integer).
+// A block whose id overflows (amax below 127 * 2^-128) takes the literal path.
 LOWBIT_TARGET_AVX2 inline errc ggml_quantize_q8_0(const float* x, std::size_t blocks, unsigned char* y) noexcept {
   const __m256 lim = _mm256_set1_ps(127.0f);
   const __m256 nlim = _mm256_set1_ps(-127.0f);
   const __m256 half = _mm256_set1_ps(0.5f);
-  for (std::size_t b = 0; b < blocks; ++b) {
-    const float* xb = x + b * 32;
-    const __m256 v[4] = {_mm256_loadu_ps(xb), _mm256_loadu_ps(xb + 8), _mm256_loadu_ps(xb + 16),
-                         _mm256_loadu_ps(xb + 24)};
-    const __m256i m = _mm256_max_epi32(_mm256_max_epi32(abs_bits(v[0]), abs_bits(v[1])),
-                                       _mm256_max_epi32(abs_bits(v[2]), abs_bits(v[3])));
-    const std::uint32_t amax = static_cast<std::uint32_t>(hmax_epi32(m));
-    if (amax >= 0x7F800000u) return errc::non_finite_input;
-    const float d = bits_float(amax) / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    const std::uint16_t h = to_half(d);
-    if ((h & 0x7FFFu) == 0x7C00u) return errc::bad_argument;
-    const __m256 idv = _mm256_set1_ps(id);
-    __m256i q[4];
-    for (int k = 0; k < 4; ++k) {
-      __m256 t = _mm256_mul_ps(v[k], idv);
-      t = _mm256_and_ps(t, _mm256_cmp_ps(t, t, _CMP_ORD_Q));  // NaN (0 * Inf) -> 0
-      t = _mm256_min_ps(_mm256_max_ps(t, nlim), lim);
-      const __m256 tr = _mm256_round_ps(t, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-      const __m256 frac = _mm256_castsi256_ps(abs_bits(_mm256_sub_ps(t, tr)));
-      const __m256i up = _mm256_castps_si256(_mm256_cmp_ps(frac, half, _CMP_GE_OQ));
-      const __m256i sgn = _mm256_or_si256(_mm256_srai_epi32(_mm256_castps_si256(t), 31), _mm256_set1_epi32(1));
-      q[k] = _mm256_add_epi32(_mm256_cvttps_epi32(tr), _mm256_and_si256(up, sgn));  // half away from zero
+  const __m256 below_half = _mm256_set1_ps(0.49999997f);
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  const __m256i minus127 = _mm256_set1_epi8(-127);
+  for (std::size_t b0 = 0; b0 < blocks; b0 += 8) {
+    const std::size_t m = blocks - b0 < 8 ? blocks - b0 : 8;
+    const float* xb0 = x + b0 * 32;
+    const __m256i amax = block_absmax8(xb0, m);
+    const std::uint32_t bad_input = lanes_of(_mm256_cmpgt_epi32(amax, _mm256_set1_epi32(0x7F7FFFFF))) & ((1u << m) - 1u);
+    const std::size_t valid = bad_input != 0 ? lowest_bit(bad_input) : m;
+    const __m256 d = _mm256_div_ps(_mm256_castsi256_ps(amax), _mm256_set1_ps(127.0f));
+    const __m256 nonzero = _mm256_cmp_ps(d, _mm256_setzero_ps(), _CMP_NEQ_OQ);
+    const __m256 id = _mm256_and_ps(_mm256_div_ps(_mm256_set1_ps(1.0f), d), nonzero);
+    const __m128i h = _mm256_cvtps_ph(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const std::uint32_t overflow =
+        lanes_of(_mm256_cmpeq_epi32(_mm256_and_si256(_mm256_cvtepu16_epi32(h), _mm256_set1_epi32(0x7FFF)),
+                                    _mm256_set1_epi32(0x7C00))) & ((1u << valid) - 1u);
+    const std::size_t done = overflow != 0 ? lowest_bit(overflow) : valid;
+    alignas(16) std::uint16_t hv[8];
+    _mm_store_si128(reinterpret_cast<__m128i*>(hv), h);
+    alignas(32) float iv[8];
+    _mm256_store_ps(iv, id);
+    for (std::size_t k = 0; k < done; ++k) {
+      const float* xb = xb0 + k * 32;
+      const __m256 idv = _mm256_set1_ps(iv[k]);
+      __m256i q[4];
+      if ((float_bits(iv[k]) & 0x7F800000u) != 0x7F800000u) {  // id finite: |x * id| <= 127 (1 + 2^-23)
+        for (int i = 0; i < 4; ++i) {
+          const __m256 t = no_fma(_mm256_mul_ps(_mm256_loadu_ps(xb + 8 * i), idv));
+          q[i] = _mm256_cvttps_epi32(_mm256_add_ps(t, _mm256_or_ps(_mm256_and_ps(t, sign), below_half)));
+        }
+      } else {  // id = Inf: products are +-Inf or NaN
+        for (int i = 0; i < 4; ++i) {
+          __m256 t = _mm256_mul_ps(_mm256_loadu_ps(xb + 8 * i), idv);
+          t = _mm256_and_ps(t, _mm256_cmp_ps(t, t, _CMP_ORD_Q));  // NaN (0 * Inf) -> 0
+          t = _mm256_min_ps(_mm256_max_ps(t, nlim), lim);
+          const __m256 tr = _mm256_round_ps(t, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+          const __m256 frac = _mm256_castsi256_ps(abs_bits(_mm256_sub_ps(t, tr)));
+          const __m256i up = _mm256_castps_si256(_mm256_cmp_ps(frac, half, _CMP_GE_OQ));
+          const __m256i sgn = _mm256_or_si256(_mm256_srai_epi32(_mm256_castps_si256(t), 31), _mm256_set1_epi32(1));
+          q[i] = _mm256_add_epi32(_mm256_cvttps_epi32(tr), _mm256_and_si256(up, sgn));
+        }
+      }
+      unsigned char* yb = y + (b0 + k) * q8_0_bytes;
+      store_u16(yb, hv[k]);
+      // packs saturates 128 to 127; -128 is raised to -127.
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(yb + 2), _mm256_max_epi8(pack_signed32(q[0], q[1], q[2], q[3]), minus127));
     }
-    unsigned char* yb = y + b * q8_0_bytes;
-    store_u16(yb, h);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(yb + 2), pack_signed32(q[0], q[1], q[2], q[3]));
+    if (done < valid) return errc::bad_argument;
+    if (valid < m) return errc::non_finite_input;
   }
   return errc::ok;
 }
