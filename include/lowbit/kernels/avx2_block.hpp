@@ -841,53 +841,75 @@ LOWBIT_BLOCK_INLINE __m256i nvfp4_zero16(__m256i v0, __m256i v1, bool keep_sign)
                    : _mm256_setzero_si256();
 }
 
+// The scales of a group of up to 8 blocks: nvfp4_block_scale_target, nvfp4_block_scale and
+// nvfp4_effective_scale, eight at a time.
+struct nvfp4_group {
+  __m256 d;       // effective scales D
+  __m256i codes;  // E4M3 scale codes (0x7F for NaN/Inf blocks)
+  unsigned bad;   // blocks holding NaN or Inf
+  unsigned usable;  // blocks with D > 0 (as the reference tests it) and no NaN or Inf
+};
+
+template <class Src>
+LOWBIT_BLOCK_INLINE nvfp4_group nvfp4_group_scales(const Src* xg, std::size_t count, const nvfp4_kernel_options& o,
+                                                   float six_t) {
+  const __m256i abs_mask = set1(0x7FFFFFFF);
+  __m256i m[8];
+  if (count == 8) {
+    for (std::size_t j = 0; j < 8; ++j)
+      m[j] = _mm256_max_epi32(_mm256_and_si256(load8(xg + 16 * j), abs_mask),
+                              _mm256_and_si256(load8(xg + 16 * j + 8), abs_mask));
+  } else {
+    for (std::size_t j = 0; j < 8; ++j) {
+      m[j] = j < count ? _mm256_max_epi32(_mm256_and_si256(load8(xg + 16 * j), abs_mask),
+                                          _mm256_and_si256(load8(xg + 16 * j + 8), abs_mask))
+                       : _mm256_setzero_si256();
+    }
+  }
+  const __m256i amax = transpose_max8(m);
+  const __m256i bad = _mm256_cmpgt_epi32(amax, set1(0x7F7FFFFF));
+  const __m256 a = _mm256_castsi256_ps(_mm256_andnot_si256(bad, amax));
+  const __m256 t = _mm256_set1_ps(o.tensor_scale);
+  const __m256 target = o.multiplier ? _mm256_mul_ps(_mm256_div_ps(a, _mm256_set1_ps(6.0f)), t)
+                                     : _mm256_div_ps(a, _mm256_set1_ps(six_t));
+  const __m256i finite_codes = encode_scale_e4m3(_mm256_castps_si256(target), o.scale_rounding);
+  const __m256 dec = decode_e4m3_finite(finite_codes);
+  nvfp4_group r;
+  r.d = o.multiplier ? _mm256_div_ps(dec, t) : _mm256_mul_ps(dec, t);
+  r.codes = _mm256_blendv_epi8(finite_codes, set1(0x7F), bad);
+  r.bad = static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(bad)));
+  // d > 0.0f, as the reference tests it (a compare, so DAZ applies as it does there)
+  r.usable = static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(r.d, _mm256_setzero_ps(), _CMP_GT_OQ))) & ~r.bad;
+  return r;
+}
+
 template <rounding RM, class Src>
 LOWBIT_TARGET_AVX2 inline bool nvfp4_quantize_rm(const Src* src, std::size_t blocks, std::uint8_t* elements,
                                                  std::uint8_t* scales, const nvfp4_kernel_options& o) {
-  const __m256i abs_mask = set1(0x7FFFFFFF);
   const e2m1_consts c = make_e2m1_consts<RM>();
-  const float t = o.tensor_scale;
-  const float six_t = 6.0f * t;  // the reference's (6.0f * t.value)
+  const float six_t = 6.0f * o.tensor_scale;  // the reference's (6.0f * t.value)
   bool non_finite = false;
   alignas(32) float d_lane[8];
   alignas(32) std::int32_t code_lane[8];
+  if (blocks == 0) return false;
+  // Group g + 1's scales are computed before group g's elements, so that their integer work
+  // overlaps the element divisions.
+  nvfp4_group next = nvfp4_group_scales(src, blocks < 8 ? blocks : 8, o, six_t);
   for (std::size_t g = 0; g < blocks; g += 8) {
     const std::size_t count = blocks - g < 8 ? blocks - g : 8;
     const Src* xg = src + g * 16;
-    __m256i m[8];
-    if (count == 8) {
-      for (std::size_t j = 0; j < 8; ++j)
-        m[j] = _mm256_max_epi32(_mm256_and_si256(load8(xg + 16 * j), abs_mask),
-                                _mm256_and_si256(load8(xg + 16 * j + 8), abs_mask));
-    } else {
-      for (std::size_t j = 0; j < 8; ++j) {
-        m[j] = j < count ? _mm256_max_epi32(_mm256_and_si256(load8(xg + 16 * j), abs_mask),
-                                            _mm256_and_si256(load8(xg + 16 * j + 8), abs_mask))
-                         : _mm256_setzero_si256();
-      }
+    const nvfp4_group cur = next;
+    if (g + 8 < blocks) {
+      const std::size_t next_count = blocks - g - 8 < 8 ? blocks - g - 8 : 8;
+      next = nvfp4_group_scales(xg + 128, next_count, o, six_t);
     }
-    const __m256i amax = transpose_max8(m);
-    const __m256i bad = _mm256_cmpgt_epi32(amax, set1(0x7F7FFFFF));
-    const __m256 a = _mm256_castsi256_ps(_mm256_andnot_si256(bad, amax));
-    // nvfp4_block_scale_target, nvfp4_block_scale, nvfp4_effective_scale
-    const __m256 target = o.multiplier ? _mm256_mul_ps(_mm256_div_ps(a, _mm256_set1_ps(6.0f)), _mm256_set1_ps(t))
-                                       : _mm256_div_ps(a, _mm256_set1_ps(six_t));
-    const __m256i finite_codes = encode_scale_e4m3(_mm256_castps_si256(target), o.scale_rounding);
-    const __m256i codes = _mm256_blendv_epi8(finite_codes, set1(0x7F), bad);
-    const __m256 dec = decode_e4m3_finite(finite_codes);
-    const __m256 d = o.multiplier ? _mm256_div_ps(dec, _mm256_set1_ps(t)) : _mm256_mul_ps(dec, _mm256_set1_ps(t));
-    _mm256_store_ps(d_lane, d);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(code_lane), codes);
-    // d > 0.0f, as the reference tests it (a compare, so DAZ applies as it does there)
-    const unsigned bad_mask = static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(bad)));
-    const unsigned usable =
-        static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(d, _mm256_setzero_ps(), _CMP_GT_OQ))) & ~bad_mask;
-    non_finite = non_finite || (bad_mask & ((1u << count) - 1u)) != 0;
+    _mm256_store_ps(d_lane, cur.d);
+    non_finite = non_finite || (cur.bad & ((1u << count) - 1u)) != 0;
     if (count == 8) {
-      const __m256i p = _mm256_packus_epi32(codes, codes);
+      const __m256i p = _mm256_packus_epi32(cur.codes, cur.codes);
       const __m256i b = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(p, p), _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4));
       _mm_storel_epi64(reinterpret_cast<__m128i*>(scales + g), _mm256_castsi256_si128(b));
-      if (usable == 0xFFu) {
+      if (cur.usable == 0xFFu) {
         // The common case: eight blocks with a positive effective scale, straight through.
         for (std::size_t k = 0; k < 8; k += 2) {
           const __m256i w0 = nvfp4_encode16<RM>(load8(xg + 16 * k), load8(xg + 16 * k + 8),
@@ -898,7 +920,9 @@ LOWBIT_TARGET_AVX2 inline bool nvfp4_quantize_rm(const Src* src, std::size_t blo
         }
         continue;
       }
-    } else {
+    }
+    _mm256_store_si256(reinterpret_cast<__m256i*>(code_lane), cur.codes);
+    if (count != 8) {
       for (std::size_t j = 0; j < count; ++j) scales[g + j] = static_cast<std::uint8_t>(code_lane[j]);
     }
     // Two blocks (32 codes, 16 bytes) at a time.
@@ -909,10 +933,10 @@ LOWBIT_TARGET_AVX2 inline bool nvfp4_quantize_rm(const Src* src, std::size_t blo
         const std::size_t k = j + h;
         const __m256i v0 = load8(xg + 16 * k);
         const __m256i v1 = load8(xg + 16 * k + 8);
-        if ((usable >> k) & 1u) {
+        if ((cur.usable >> k) & 1u) {
           w[h] = nvfp4_encode16<RM>(v0, v1, _mm256_broadcast_ss(d_lane + k), o.signed_zero, c);
         } else {
-          w[h] = nvfp4_zero16(v0, v1, o.signed_zero && code_lane[k] != 0x7F);
+          w[h] = nvfp4_zero16(v0, v1, o.signed_zero && ((cur.bad >> k) & 1u) == 0);
         }
       }
       std::uint8_t* out = elements + (g + j) * 8;
@@ -937,17 +961,9 @@ LOWBIT_TARGET_AVX2 inline void nvfp4_dequantize_impl(const std::uint8_t* element
   __asm__("" : "+x"(neg));
 #endif
   const __m256 t = _mm256_set1_ps(o.tensor_scale);
-  const __m256i nibble_shift = _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4);
-  // Output vector k of a 16-byte group (elements 8k..8k+7): byte 4k + lane / 2 in each lane.
-  const __m256i pick[4] = {
-      _mm256_setr_epi8(0, -1, -1, -1, 0, -1, -1, -1, 1, -1, -1, -1, 1, -1, -1, -1,  //
-                       2, -1, -1, -1, 2, -1, -1, -1, 3, -1, -1, -1, 3, -1, -1, -1),
-      _mm256_setr_epi8(4, -1, -1, -1, 4, -1, -1, -1, 5, -1, -1, -1, 5, -1, -1, -1,  //
-                       6, -1, -1, -1, 6, -1, -1, -1, 7, -1, -1, -1, 7, -1, -1, -1),
-      _mm256_setr_epi8(8, -1, -1, -1, 8, -1, -1, -1, 9, -1, -1, -1, 9, -1, -1, -1,  //
-                       10, -1, -1, -1, 10, -1, -1, -1, 11, -1, -1, -1, 11, -1, -1, -1),
-      _mm256_setr_epi8(12, -1, -1, -1, 12, -1, -1, -1, 13, -1, -1, -1, 13, -1, -1, -1,  //
-                       14, -1, -1, -1, 14, -1, -1, -1, 15, -1, -1, -1, 15, -1, -1, -1)};
+  // Lane j of the 8 elements held by 4 packed bytes w: w >> 4j. vpermps reads the low 3 bits
+  // (the magnitude) and the blend bit 31, where the code's sign bit lands after << 28.
+  const __m256i nibble_shift = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
   alignas(32) float d_lane[8];
   for (std::size_t g = 0; g < blocks; g += 8) {
     const std::size_t count = blocks - g < 8 ? blocks - g : 8;
@@ -961,23 +977,19 @@ LOWBIT_TARGET_AVX2 inline void nvfp4_dequantize_impl(const std::uint8_t* element
     }
     const __m256 dec = decode_e4m3(_mm256_cvtepu8_epi32(sb));
     _mm256_store_ps(d_lane, o.multiplier ? _mm256_div_ps(dec, t) : _mm256_mul_ps(dec, t));
-    for (std::size_t j = 0; j < count; j += 2) {
-      const std::size_t pair = count - j < 2 ? 1 : 2;
+    for (std::size_t j = 0; j < count; ++j) {
       const std::uint8_t* in = elements + (g + j) * 8;
-      const __m128i raw = pair == 2 ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(in))
-                                    : _mm_loadl_epi64(reinterpret_cast<const __m128i*>(in));
-      const __m256i x = _mm256_broadcastsi128_si256(raw);
       Dst* out = dst + (g + j) * 16;
-      for (std::size_t h = 0; h < pair; ++h) {
-        const __m256 dk = _mm256_broadcast_ss(d_lane + j + h);
-        const __m256 tp = _mm256_mul_ps(pos, dk);  // E2M1 value * D, as the reference multiplies
-        const __m256 tn = _mm256_mul_ps(neg, dk);
-        for (std::size_t q = 0; q < 2; ++q) {
-          const __m256i idx = _mm256_srlv_epi32(_mm256_shuffle_epi8(x, pick[2 * h + q]), nibble_shift);
-          const __m256 r = _mm256_blendv_ps(_mm256_permutevar8x32_ps(tp, idx), _mm256_permutevar8x32_ps(tn, idx),
-                                            _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28)));
-          store8(out + 16 * h + 8 * q, r);
-        }
+      const __m256 dk = _mm256_broadcast_ss(d_lane + j);
+      const __m256 tp = _mm256_mul_ps(pos, dk);  // E2M1 value * D, as the reference multiplies
+      const __m256 tn = _mm256_mul_ps(neg, dk);
+      for (std::size_t q = 0; q < 2; ++q) {
+        std::int32_t w;
+        std::memcpy(&w, in + 4 * q, 4);
+        const __m256i idx = _mm256_srlv_epi32(_mm256_set1_epi32(w), nibble_shift);
+        const __m256 r = _mm256_blendv_ps(_mm256_permutevar8x32_ps(tp, idx), _mm256_permutevar8x32_ps(tn, idx),
+                                          _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28)));
+        store8(out + 8 * q, r);
       }
     }
   }
