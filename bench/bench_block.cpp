@@ -1,0 +1,175 @@
+// lowbit benchmarks: the block formats (schemes/mx.hpp, schemes/nvfp4.hpp), quantize and
+// dequantize, each on the scalar path and the AVX2 path side by side (lowbit::scoped_isa), on a
+// cache-resident input (16384 elements) and a DRAM-sized one (4096 x 4096), single-threaded, next
+// to the machine's ceilings (baselines.hpp) measured in the same run.
+//
+// Names: block/<format>/<quantize|dequantize>[/bf16]/<isa>/<elements>. Items are elements; bytes
+// are everything read plus everything written (float or bfloat16 values, packed element bytes,
+// scale bytes). Input: Gaussian values, standard deviation 1 (MX and NVFP4 scale per block, so the
+// spread does not change the work); MX blocks of 32 with the OCP defaults, NVFP4 two-level with
+// the divisor tensor scale computed from the data. docs/performance.md has the table and ratios.
+#include <benchmark/benchmark.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include <lowbit/core/cpu.hpp>
+#include <lowbit/schemes/mx.hpp>
+#include <lowbit/schemes/nvfp4.hpp>
+
+#include "baselines.hpp"
+
+namespace {
+
+using lowbit::isa;
+using lowbit_bench::make_buffer;
+using lowbit_bench::set_counters;
+
+template <class T>
+auto make_input(std::size_t n) {
+  auto f = make_buffer<float>(n);
+  lowbit_bench::fill_normal(f.get(), n, 1.0f);
+  if constexpr (std::is_same<T, float>::value) {
+    return f;
+  } else {
+    auto b = make_buffer<lowbit::bfloat16>(n);
+    for (std::size_t i = 0; i < n; ++i) b.get()[i] = lowbit::encode<lowbit::bfloat16>(f.get()[i]);
+    return b;
+  }
+}
+
+template <class Fmt, class Src>
+void mx_quantize_bench(benchmark::State& state, std::size_t n, isa which) {
+  auto src = make_input<Src>(n);
+  auto el = make_buffer<std::uint8_t>(lowbit::mx_element_bytes<Fmt>(n));
+  auto sc = make_buffer<std::uint8_t>(lowbit::mx_scale_bytes(n));
+  lowbit::scoped_isa path(which);
+  for (auto _ : state) {
+    const lowbit::status st = lowbit::mx_quantize<Fmt>(src.get(), n, el.get(), sc.get());
+    benchmark::DoNotOptimize(st);
+    benchmark::ClobberMemory();
+  }
+  set_counters(state, n, n * sizeof(Src) + lowbit::mx_storage_bytes<Fmt>(n));
+}
+
+template <class Fmt, class Dst>
+void mx_dequantize_bench(benchmark::State& state, std::size_t n, isa which) {
+  auto src = make_input<float>(n);
+  auto el = make_buffer<std::uint8_t>(lowbit::mx_element_bytes<Fmt>(n));
+  auto sc = make_buffer<std::uint8_t>(lowbit::mx_scale_bytes(n));
+  auto dst = make_buffer<Dst>(n);
+  {
+    lowbit::scoped_isa fast(isa::avx2);
+    if (!lowbit::mx_quantize<Fmt>(src.get(), n, el.get(), sc.get())) state.SkipWithError("quantize failed");
+  }
+  lowbit::scoped_isa path(which);
+  for (auto _ : state) {
+    const lowbit::status st = lowbit::mx_dequantize<Fmt>(el.get(), sc.get(), n, dst.get());
+    benchmark::DoNotOptimize(st);
+    benchmark::ClobberMemory();
+  }
+  set_counters(state, n, lowbit::mx_storage_bytes<Fmt>(n) + n * sizeof(Dst));
+}
+
+lowbit::nvfp4_tensor_scale tensor_scale_of(const float* x, std::size_t n) {
+  return lowbit::nvfp4_compute_tensor_scale(x, n, lowbit::nvfp4_scale_convention::divisor).value;
+}
+
+template <class Src>
+void nvfp4_quantize_bench(benchmark::State& state, std::size_t n, isa which) {
+  auto f = make_input<float>(n);
+  const lowbit::nvfp4_tensor_scale t = tensor_scale_of(f.get(), n);
+  auto src = make_input<Src>(n);
+  auto el = make_buffer<std::uint8_t>(lowbit::nvfp4_element_bytes(n));
+  auto sc = make_buffer<std::uint8_t>(lowbit::nvfp4_scale_bytes(n));
+  lowbit::scoped_isa path(which);
+  for (auto _ : state) {
+    const lowbit::status st = lowbit::nvfp4_quantize(src.get(), n, el.get(), sc.get(), t);
+    benchmark::DoNotOptimize(st);
+    benchmark::ClobberMemory();
+  }
+  set_counters(state, n, n * sizeof(Src) + lowbit::nvfp4_storage_bytes(n));
+}
+
+template <class Dst>
+void nvfp4_dequantize_bench(benchmark::State& state, std::size_t n, isa which) {
+  auto src = make_input<float>(n);
+  const lowbit::nvfp4_tensor_scale t = tensor_scale_of(src.get(), n);
+  auto el = make_buffer<std::uint8_t>(lowbit::nvfp4_element_bytes(n));
+  auto sc = make_buffer<std::uint8_t>(lowbit::nvfp4_scale_bytes(n));
+  auto dst = make_buffer<Dst>(n);
+  {
+    lowbit::scoped_isa fast(isa::avx2);
+    if (!lowbit::nvfp4_quantize(src.get(), n, el.get(), sc.get(), t)) state.SkipWithError("quantize failed");
+  }
+  lowbit::scoped_isa path(which);
+  for (auto _ : state) {
+    const lowbit::status st = lowbit::nvfp4_dequantize(el.get(), sc.get(), n, dst.get(), t);
+    benchmark::DoNotOptimize(st);
+    benchmark::ClobberMemory();
+  }
+  set_counters(state, n, lowbit::nvfp4_storage_bytes(n) + n * sizeof(Dst));
+}
+
+const isa paths[] = {isa::scalar, isa::avx2};
+const std::size_t sizes[] = {lowbit_bench::cache_elements, lowbit_bench::dram_elements};
+
+std::string suffix(isa which, std::size_t n) { return std::string("/") + lowbit::isa_name(which) + "/" + std::to_string(n); }
+
+template <class Fmt>
+void register_mx(const std::string& name) {
+  for (std::size_t n : sizes) {
+    for (isa which : paths) {
+      benchmark::RegisterBenchmark(("block/" + name + "/quantize" + suffix(which, n)).c_str(),
+                                   mx_quantize_bench<Fmt, float>, n, which);
+      benchmark::RegisterBenchmark(("block/" + name + "/dequantize" + suffix(which, n)).c_str(),
+                                   mx_dequantize_bench<Fmt, float>, n, which);
+    }
+  }
+}
+
+template <class Fmt>
+void register_mx_bf16(const std::string& name) {
+  for (isa which : paths) {
+    const std::size_t n = lowbit_bench::cache_elements;
+    benchmark::RegisterBenchmark(("block/" + name + "/quantize/bf16" + suffix(which, n)).c_str(),
+                                 mx_quantize_bench<Fmt, lowbit::bfloat16>, n, which);
+    benchmark::RegisterBenchmark(("block/" + name + "/dequantize/bf16" + suffix(which, n)).c_str(),
+                                 mx_dequantize_bench<Fmt, lowbit::bfloat16>, n, which);
+  }
+}
+
+bool register_all() {
+  register_mx<lowbit::mxfp4_e2m1>("mxfp4");
+  register_mx<lowbit::mxfp6_e2m3>("mxfp6_e2m3");
+  register_mx<lowbit::mxfp6_e3m2>("mxfp6_e3m2");
+  register_mx<lowbit::mxfp8_e4m3>("mxfp8_e4m3");
+  register_mx<lowbit::mxfp8_e5m2>("mxfp8_e5m2");
+  register_mx<lowbit::mxint8>("mxint8");
+  for (std::size_t n : sizes) {
+    for (isa which : paths) {
+      benchmark::RegisterBenchmark(("block/nvfp4/quantize" + suffix(which, n)).c_str(), nvfp4_quantize_bench<float>, n,
+                                   which);
+      benchmark::RegisterBenchmark(("block/nvfp4/dequantize" + suffix(which, n)).c_str(),
+                                   nvfp4_dequantize_bench<float>, n, which);
+    }
+  }
+  register_mx_bf16<lowbit::mxfp4_e2m1>("mxfp4");
+  register_mx_bf16<lowbit::mxfp8_e4m3>("mxfp8_e4m3");
+  for (isa which : paths) {
+    const std::size_t n = lowbit_bench::cache_elements;
+    benchmark::RegisterBenchmark(("block/nvfp4/quantize/bf16" + suffix(which, n)).c_str(),
+                                 nvfp4_quantize_bench<lowbit::bfloat16>, n, which);
+    benchmark::RegisterBenchmark(("block/nvfp4/dequantize/bf16" + suffix(which, n)).c_str(),
+                                 nvfp4_dequantize_bench<lowbit::bfloat16>, n, which);
+  }
+  return true;
+}
+
+const bool registered = register_all();
+
+}  // namespace
+
+BENCHMARK_MAIN();
