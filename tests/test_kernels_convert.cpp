@@ -1,0 +1,623 @@
+// The AVX2 format conversions (kernels/avx2_convert.hpp, through lowbit::convert and
+// lowbit::convert_packed) against the scalar reference (kernels/scalar.hpp), byte for byte.
+//
+// Every check computes the expected bytes once with the scalar kernels and MXCSR at its default,
+// then runs the public entry points on the AVX2 path and on the scalar path under each MXCSR state
+// (FTZ, DAZ, both, and with directed rounding control) and compares: neither path may depend on
+// the floating-point environment. Each input set runs whole and as many sub-arrays (lengths that
+// are not multiples of the 32-element block, pointers that are not aligned); canary bytes around
+// the destination catch writes past the end.
+//
+// Input sets: random float32 bit patterns (NaN payloads, subnormals, everything), Gaussian values
+// scaled to the format's range (so that whole blocks take the kernels' fast paths), and per
+// format the edge values: every code's value and its neighbours, every midpoint (a tie) and its
+// neighbours, the overflow boundary, Inf, NaNs, +-0 and float subnormals. The edge values run
+// sorted, shuffled, and each one repeated over a whole block, so that every fast path meets ties
+// and boundaries too. The 16-bit sources and the byte formats' codes are covered exhaustively.
+#include <gtest/gtest.h>
+
+#include <lowbit/convert.hpp>
+#include <lowbit/core/cpu.hpp>
+#include <lowbit/formats/limits.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#if defined(__x86_64__) || defined(__i386__) || defined(_M_X64) || defined(_M_IX86)
+#include <xmmintrin.h>
+#define LOWBIT_TEST_HAS_MXCSR 1
+#else
+#define LOWBIT_TEST_HAS_MXCSR 0
+#endif
+
+namespace {
+
+using lowbit::isa;
+using lowbit::overflow;
+using lowbit::policy;
+using lowbit::rounding;
+
+// ------------------------------------------------------------------------------------------------
+// Floating-point environments.
+
+struct fp_env {
+  const char* name;
+  unsigned bits;  // MXCSR bits to set: FTZ 0x8000, DAZ 0x0040, rounding control 0x6000
+};
+
+#if LOWBIT_TEST_HAS_MXCSR
+const fp_env environments[] = {
+    {"MXCSR default", 0x0000u},     {"FTZ", 0x8000u},           {"DAZ", 0x0040u},
+    {"FTZ+DAZ", 0x8040u},           {"FTZ+DAZ, round down", 0xA040u}, {"round toward zero", 0x6000u},
+};
+
+class mxcsr_scope {
+ public:
+  explicit mxcsr_scope(unsigned bits) : saved_(_mm_getcsr()) { _mm_setcsr((saved_ & ~0xE040u) | bits); }
+  ~mxcsr_scope() { _mm_setcsr(saved_); }
+  mxcsr_scope(const mxcsr_scope&) = delete;
+  mxcsr_scope& operator=(const mxcsr_scope&) = delete;
+
+ private:
+  unsigned saved_;
+};
+#else
+const fp_env environments[] = {{"default environment", 0u}};
+struct mxcsr_scope {
+  explicit mxcsr_scope(unsigned) {}
+};
+#endif
+
+bool have_avx2() { return lowbit::is_supported(isa::avx2); }
+
+#define REQUIRE_AVX2()                                                  \
+  do {                                                                  \
+    if (!have_avx2()) GTEST_SKIP() << "no AVX2 path on this build/CPU"; \
+  } while (0)
+
+// ------------------------------------------------------------------------------------------------
+// Inputs.
+
+float from_bits(std::uint32_t b) {
+  float x;
+  std::memcpy(&x, &b, sizeof x);
+  return x;
+}
+std::uint32_t to_bits(float x) {
+  std::uint32_t b;
+  std::memcpy(&b, &x, sizeof b);
+  return b;
+}
+
+std::vector<float> random_patterns(std::size_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::vector<float> v(n);
+  for (float& x : v) x = from_bits(static_cast<std::uint32_t>(gen()));
+  return v;
+}
+
+std::vector<float> gaussian(std::size_t n, float sigma, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> dist(0.0f, sigma);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(gen);
+  return v;
+}
+
+void add_with_neighbours(std::vector<float>& v, float x) {
+  v.push_back(x);
+  v.push_back(std::nextafter(x, 0.0f));
+  v.push_back(std::nextafter(x, std::numeric_limits<float>::infinity()));
+}
+
+// The edge values of format T (non-negative; negated copies are added by the caller).
+template <class T>
+std::vector<float> edge_values() {
+  using F = typename T::format;
+  std::vector<float> v;
+  std::vector<float> finite;
+  const std::uint32_t codes = 1u << F::bits;
+  std::mt19937 gen(7);
+  for (std::uint32_t c = 0; c < codes; ++c) {
+    if (F::bits > 8 && c % 509 != 0 && c < codes - 64) continue;  // 16-bit formats: a sample
+    const float x = static_cast<float>(T::from_bits(static_cast<typename F::storage>(c)));
+    if (std::isfinite(x) && !std::signbit(x)) finite.push_back(x);
+  }
+  std::sort(finite.begin(), finite.end());
+  finite.erase(std::unique(finite.begin(), finite.end()), finite.end());
+  for (std::size_t i = 0; i < finite.size(); ++i) {
+    add_with_neighbours(v, finite[i]);
+    if (i + 1 < finite.size()) add_with_neighbours(v, finite[i] + (finite[i + 1] - finite[i]) / 2);  // a tie
+  }
+  const float max = finite.back();
+  const float min_sub = finite.size() > 1 ? finite[1] : finite[0];
+  add_with_neighbours(v, min_sub / 2);  // ties to zero
+  add_with_neighbours(v, min_sub / 4);
+  add_with_neighbours(v, min_sub * 0.75f);
+  const float ulp_at_max = finite.size() > 1 ? max - finite[finite.size() - 2] : max;
+  add_with_neighbours(v, max + ulp_at_max / 2);  // the overflow tie (464 for E4M3FN)
+  add_with_neighbours(v, max + ulp_at_max);
+  add_with_neighbours(v, max * 2);
+  add_with_neighbours(v, std::numeric_limits<float>::max());
+  add_with_neighbours(v, std::numeric_limits<float>::min());
+  for (std::uint32_t b : {0x00000001u, 0x00000002u, 0x003FFFFFu, 0x00400000u, 0x00400001u, 0x005FFFFFu, 0x00600000u,
+                          0x00600001u, 0x007FFFFFu, 0x7F800000u, 0x7F800001u, 0x7FA00000u, 0x7FC00000u, 0x7FFFFFFFu,
+                          0x00000000u, 0x34000000u, 0x3E800000u, 0x3F400000u})
+    v.push_back(from_bits(b));
+  return v;
+}
+
+// The edge values and their negatives: sorted by magnitude (neighbours share blocks), shuffled,
+// and each value alone over a whole 32-element block.
+template <class T>
+std::vector<float> edge_set() {
+  std::vector<float> e = edge_values<T>();
+  const std::size_t k = e.size();
+  for (std::size_t i = 0; i < k; ++i) e.push_back(-e[i]);
+  std::vector<float> out = e;
+  std::sort(out.begin(), out.end(), [](float a, float b) { return (to_bits(a) & 0x7FFFFFFFu) < (to_bits(b) & 0x7FFFFFFFu); });
+  std::vector<float> shuffled = e;
+  std::shuffle(shuffled.begin(), shuffled.end(), std::mt19937(11));
+  out.insert(out.end(), shuffled.begin(), shuffled.end());
+  for (float x : e) out.insert(out.end(), 32, x);
+  return out;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Running a kernel on sub-arrays.
+
+// The (offset, length) pairs of src each check runs on: the whole array at several offsets, and
+// short pieces around the block size.
+std::vector<std::pair<std::size_t, std::size_t>> pieces(std::size_t n) {
+  std::vector<std::pair<std::size_t, std::size_t>> p;
+  for (std::size_t off : {0u, 1u, 3u, 13u})
+    if (off <= n) p.emplace_back(off, n - off);
+  for (std::size_t len : {0u, 1u, 2u, 7u, 8u, 9u, 15u, 16u, 17u, 31u, 32u, 33u, 47u, 63u, 64u, 65u, 97u, 127u, 129u, 255u, 257u})
+    for (std::size_t off : {5u, 32u})
+      if (off + len <= n) p.emplace_back(off, len);
+  return p;
+}
+
+constexpr std::uint8_t canary = 0xA5;
+constexpr std::size_t guard = 40;  // canary bytes on each side
+
+// Runs `write(dst)` into a buffer shifted by `shift` bytes from 32-byte alignment and guarded by
+// canaries; returns the `bytes` written, and fails the test if a canary changed.
+template <class Write>
+std::vector<std::uint8_t> run_guarded(std::size_t bytes, std::size_t shift, Write write, const std::string& what) {
+  std::vector<std::uint8_t> buf(bytes + 2 * guard + 64, canary);
+  const std::uintptr_t base = reinterpret_cast<std::uintptr_t>(buf.data());
+  const std::size_t start = guard + (32 - (base + guard) % 32) % 32 + shift;  // 32-byte aligned + shift
+  write(buf.data() + start);
+  for (std::size_t i = 0; i < start; ++i)
+    if (buf[i] != canary) {
+      ADD_FAILURE() << what << ": wrote before the destination";
+      break;
+    }
+  for (std::size_t i = start + bytes; i < buf.size(); ++i)
+    if (buf[i] != canary) {
+      ADD_FAILURE() << what << ": wrote past the end of the destination (" << bytes << " bytes)";
+      break;
+    }
+  return std::vector<std::uint8_t>(buf.begin() + static_cast<std::ptrdiff_t>(start),
+                                   buf.begin() + static_cast<std::ptrdiff_t>(start + bytes));
+}
+
+std::string hex_bytes(const std::uint8_t* p, std::size_t n) {
+  std::string s;
+  char b[4];
+  for (std::size_t i = 0; i < n; ++i) {
+    std::snprintf(b, sizeof b, "%02X", p[i]);
+    s += b;
+  }
+  return s;
+}
+
+// Compares got with expected; on a mismatch reports the first differing byte, the element that
+// owns it (output_bits per element) and that element's input (input(e) gives its bits).
+template <class Input>
+bool same_bytes(const std::vector<std::uint8_t>& got, const std::uint8_t* expected, std::size_t output_bits,
+                Input input, const std::string& what) {
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (got[i] == expected[i]) continue;
+    const std::size_t e = i * 8 / output_bits;
+    ADD_FAILURE() << what << ": byte " << i << " (element " << e << ", input 0x" << std::hex << input(e) << std::dec
+                  << ") is 0x" << hex_bytes(&got[i], 1) << ", scalar reference 0x" << hex_bytes(expected + i, 1);
+    return false;
+  }
+  return true;
+}
+
+template <class From>
+std::uint64_t bits_of(const From& x) {
+  std::uint64_t b = 0;
+  std::memcpy(&b, &x, sizeof(From) < 8 ? sizeof(From) : 8);
+  return b;
+}
+
+// Encoding: src (float, float16, bfloat16 or a byte format) into T, one code per element (or
+// packed when Packed), under policy p; random bits for rounding::stochastic.
+template <class T, bool Packed, class From>
+void check_encode(const std::vector<From>& src, const policy& p, const std::vector<std::uint32_t>* random,
+                  const std::string& name) {
+  const std::size_t n = src.size();
+  const std::uint32_t* r = random != nullptr ? random->data() : nullptr;
+  constexpr std::size_t bits = Packed ? T::format::bits : 8 * sizeof(T);
+  auto out_bytes = [](std::size_t len) { return Packed ? lowbit::packed_size<T>(len) : len * sizeof(T); };
+
+  for (const auto& piece : pieces(n)) {
+    const std::size_t off = piece.first, len = piece.second;
+    const From* s = src.data() + off;
+    const std::uint32_t* rs = r != nullptr ? r + off : nullptr;
+    // The reference, MXCSR untouched.
+    const std::vector<std::uint8_t> expected = run_guarded(out_bytes(len), 0, [&](std::uint8_t* d) {
+      if constexpr (Packed)
+        lowbit::kernels::scalar::encode_packed<T>(s, d, len, p, rs);
+      else
+        lowbit::kernels::scalar::encode(s, reinterpret_cast<T*>(d), len, p, rs);
+    }, name);
+    for (const fp_env& env : environments) {
+      for (const isa path : {isa::avx2, isa::scalar}) {
+        const std::string what = name + ", " + lowbit::isa_name(path) + ", " + env.name + ", offset " +
+                                 std::to_string(off) + ", length " + std::to_string(len);
+        const std::size_t shift = (off * 7 + len) % (Packed ? 32 : 32 / sizeof(T)) * (Packed ? 1 : sizeof(T));
+        const std::vector<std::uint8_t> got = run_guarded(out_bytes(len), shift, [&](std::uint8_t* d) {
+          const lowbit::scoped_isa use(path);
+          const mxcsr_scope fp(env.bits);
+          if constexpr (Packed)
+            lowbit::convert_packed<T>(s, d, len, p, rs);
+          else
+            lowbit::convert(s, reinterpret_cast<T*>(d), len, p, rs);
+        }, what);
+        if (!same_bytes(got, expected.data(), bits, [&](std::size_t e) { return bits_of(s[e]); }, what)) return;
+      }
+    }
+  }
+}
+
+// Decoding: codes of T (one per element, or packed) into float, exactly.
+template <class T, bool Packed>
+void check_decode(const std::vector<std::uint8_t>& bytes, const std::string& name) {
+  constexpr std::size_t bits = Packed ? T::format::bits : 8 * sizeof(T);
+  const std::size_t n = bytes.size() * 8 / bits;
+  for (const auto& piece : pieces(n)) {
+    std::size_t off = piece.first;
+    const std::size_t len = piece.second;
+    if (Packed) off -= off % (T::format::bits == 6 ? 4 : 2);  // a packed stream starts on a byte
+    const std::uint8_t* s = bytes.data() + off * bits / 8;
+    const std::vector<std::uint8_t> expected = run_guarded(len * 4, 0, [&](std::uint8_t* d) {
+      if constexpr (Packed)
+        lowbit::kernels::scalar::decode_packed<T>(s, reinterpret_cast<float*>(d), len);
+      else
+        lowbit::kernels::scalar::decode(reinterpret_cast<const T*>(s), reinterpret_cast<float*>(d), len);
+    }, name);
+    for (const fp_env& env : environments) {
+      for (const isa path : {isa::avx2, isa::scalar}) {
+        const std::string what = name + ", " + lowbit::isa_name(path) + ", " + env.name + ", offset " +
+                                 std::to_string(off) + ", length " + std::to_string(len);
+        const std::vector<std::uint8_t> got = run_guarded(len * 4, 4 * ((off + len) % 8), [&](std::uint8_t* d) {
+          const lowbit::scoped_isa use(path);
+          const mxcsr_scope fp(env.bits);
+          if constexpr (Packed)
+            lowbit::convert_packed<T>(s, reinterpret_cast<float*>(d), len);
+          else
+            lowbit::convert(reinterpret_cast<const T*>(s), reinterpret_cast<float*>(d), len);
+        }, what);
+        const auto input = [&](std::size_t e) -> std::uint64_t {  // the code of element e
+          const std::size_t bit = e * bits;
+          std::uint32_t w = s[bit / 8];
+          if (bits > 8 - bit % 8 && bit / 8 + 1 < (len * bits + 7) / 8) w |= static_cast<std::uint32_t>(s[bit / 8 + 1]) << 8;
+          return (w >> (bit % 8)) & ((1u << bits) - 1u);
+        };
+        if (!same_bytes(got, expected.data(), 32, input, what)) return;
+      }
+    }
+  }
+}
+
+// The policies every encoding runs under.
+struct named_policy {
+  std::string name;
+  policy p;
+  bool random;  // pass random bits (rounding::stochastic)
+};
+
+std::vector<named_policy> all_policies() {
+  std::vector<named_policy> v;
+  const char* rm_names[] = {"nearest_even", "toward_zero", "toward_pos_inf", "stochastic", "nearest_away",
+                            "nearest_toward_zero"};
+  for (const overflow ov : {overflow::saturate, overflow::non_saturate}) {
+    for (int rm = 0; rm < 6; ++rm) {
+      policy p;
+      p.ov = ov;
+      p.rm = static_cast<rounding>(rm);
+      const std::string name = std::string(rm_names[rm]) + (ov == overflow::saturate ? ", saturate" : ", non_saturate");
+      v.push_back({name, p, p.rm == rounding::stochastic});
+      if (p.rm == rounding::stochastic) v.push_back({name + ", no random bits", p, false});
+    }
+  }
+  v.push_back({"preset cuda_nosat", lowbit::presets::cuda_nosat(), false});
+  v.push_back({"preset ml_dtypes", lowbit::presets::ml_dtypes(), false});
+  v.push_back({"preset ml_dtypes(saturate)", lowbit::presets::ml_dtypes(overflow::saturate), false});
+  v.push_back({"preset pytorch", lowbit::presets::pytorch(), false});
+  v.push_back({"preset pytorch(saturate)", lowbit::presets::pytorch(overflow::saturate), false});
+  policy signed_max;
+  signed_max.nan_to_finite = lowbit::nan_to_finite::signed_max;
+  v.push_back({"nan_to_finite::signed_max", signed_max, false});
+  policy propagate_up;
+  propagate_up.inf = lowbit::inf_policy::propagate;
+  propagate_up.rm = rounding::toward_pos_inf;
+  v.push_back({"inf_policy::propagate, toward_pos_inf", propagate_up, false});
+  return v;
+}
+
+std::vector<std::uint32_t> random_words(std::size_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::vector<std::uint32_t> r(n);
+  for (std::uint32_t& x : r) x = static_cast<std::uint32_t>(gen());
+  // A few extremes, where the carry decision sits on its boundary.
+  for (std::size_t i = 0; i < n; i += 7) r[i] = (i / 7) % 2 == 0 ? 0xFFFFFFFFu : 0u;
+  return r;
+}
+
+// float32 inputs for format T: random patterns, Gaussian at the format's scale, edge set.
+template <class T>
+std::vector<std::vector<float>> float_inputs() {
+  const float sigma = static_cast<float>(std::numeric_limits<T>::max()) / 4;
+  return {random_patterns(1000, 1), gaussian(1500, sigma, 2), gaussian(600, sigma / 64, 3), edge_set<T>()};
+}
+
+template <class T, bool Packed = false>
+void encode_from_float_all_policies(const char* type_name) {
+  const auto inputs = float_inputs<T>();
+  for (const named_policy& np : all_policies()) {
+    for (std::size_t k = 0; k < inputs.size(); ++k) {
+      const std::vector<std::uint32_t> random = random_words(inputs[k].size(), 100 + static_cast<unsigned>(k));
+      check_encode<T, Packed>(inputs[k], np.p, np.random ? &random : nullptr,
+                              std::string("float -> ") + type_name + (Packed ? " packed" : "") + ", " + np.name +
+                                  ", input set " + std::to_string(k));
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Dispatch.
+
+TEST(KernelDispatch, OverridesAndRestores) {
+  const isa before = lowbit::active_isa();
+  {
+    const lowbit::scoped_isa s(isa::scalar);
+    EXPECT_EQ(lowbit::active_isa(), isa::scalar);
+    {
+      const lowbit::scoped_isa t(isa::avx2);
+      EXPECT_EQ(lowbit::active_isa(), have_avx2() ? isa::avx2 : isa::scalar);
+    }
+    EXPECT_EQ(lowbit::active_isa(), isa::scalar);
+  }
+  EXPECT_EQ(lowbit::active_isa(), before);
+  const isa previous = lowbit::set_isa(isa::scalar);
+  EXPECT_EQ(previous, before);
+  EXPECT_EQ(lowbit::active_isa(), isa::scalar);
+  lowbit::reset_isa();
+  EXPECT_EQ(lowbit::active_isa(), before);
+  EXPECT_TRUE(lowbit::is_supported(isa::scalar));
+  EXPECT_EQ(lowbit::is_supported(isa::avx2), lowbit::detected_isa() == isa::avx2);
+  EXPECT_STREQ(lowbit::isa_name(isa::scalar), "scalar");
+  EXPECT_STREQ(lowbit::isa_name(isa::avx2), "avx2");
+#if LOWBIT_HAS_AVX2_KERNELS
+  std::printf("detected %s, active %s\n", lowbit::isa_name(lowbit::detected_isa()), lowbit::isa_name(before));
+#endif
+}
+
+// Known answers through the AVX2 path, in a full block and in the tail, so that a reference and a
+// kernel that agree on something wrong still fail.
+TEST(KernelDispatch, KnownAnswers) {
+  REQUIRE_AVX2();
+  const lowbit::scoped_isa use(isa::avx2);
+  std::vector<float> x(40, 464.0f);  // the E4M3FN overflow tie: 448
+  x[3] = 480.0f;                     // beyond it: saturates to 448, or NaN
+  x[36] = -0.0f;
+  x[37] = std::numeric_limits<float>::quiet_NaN();
+  x[38] = 0.25f;  // E2M1: a tie between 0 and 0.5 -> 0
+  x[39] = 0.75f;  // E2M1: a tie between 0.5 and 1 -> 1 (even)
+  std::vector<lowbit::float8_e4m3fn> q(40);
+  lowbit::convert(x.data(), q.data(), x.size());
+  EXPECT_EQ(q[0].bits(), 0x7E);
+  EXPECT_EQ(q[35].bits(), 0x7E);
+  EXPECT_EQ(q[3].bits(), 0x7E);
+  EXPECT_EQ(q[36].bits(), 0x80);
+  EXPECT_EQ(q[37].bits(), 0x7F);
+  lowbit::convert(x.data(), q.data(), x.size(), overflow::non_saturate);
+  EXPECT_EQ(q[0].bits(), 0x7E);
+  EXPECT_EQ(q[3].bits(), 0x7F);
+  std::vector<std::uint8_t> packed(lowbit::packed_size<lowbit::float4_e2m1fn>(x.size()));
+  lowbit::convert_packed<lowbit::float4_e2m1fn>(x.data(), packed.data(), x.size());
+  EXPECT_EQ(packed[0], 0x77);                        // 464 saturates to 6
+  EXPECT_EQ(packed[18], 0x78);                       // -0 (0x8), then NaN -> +max (0x7)
+  EXPECT_EQ(packed[19], 0x20);                       // 0.25 -> 0, then 0.75 -> 1.0 (0x2)
+  std::vector<float> back(x.size());
+  lowbit::convert_packed<lowbit::float4_e2m1fn>(packed.data(), back.data(), x.size());
+  EXPECT_EQ(back[0], 6.0f);
+  EXPECT_EQ(back[39], 1.0f);
+  EXPECT_TRUE(std::signbit(back[36]));
+}
+
+// ------------------------------------------------------------------------------------------------
+// float32 -> every format, every policy.
+
+template <class T>
+class EncodeFromFloat : public ::testing::Test {};
+using all_formats = ::testing::Types<lowbit::float8_e4m3fn, lowbit::float8_e5m2, lowbit::float8_e4m3fnuz,
+                                     lowbit::float8_e5m2fnuz, lowbit::float6_e2m3fn, lowbit::float6_e3m2fn,
+                                     lowbit::float4_e2m1fn, lowbit::float8_e8m0fnu, lowbit::float16, lowbit::bfloat16>;
+class format_names {
+ public:
+  template <class T>
+  static std::string GetName(int) {
+    return T::format::name;
+  }
+};
+TYPED_TEST_SUITE(EncodeFromFloat, all_formats, format_names);
+
+TYPED_TEST(EncodeFromFloat, MatchesScalarUnderEveryPolicy) {
+  REQUIRE_AVX2();
+  encode_from_float_all_policies<TypeParam>(TypeParam::format::name);
+}
+
+// ------------------------------------------------------------------------------------------------
+// float16 and bfloat16 -> every format: every 16-bit pattern.
+
+template <class Half>
+std::vector<Half> all_half_patterns() {
+  std::vector<Half> v(65536);
+  for (std::uint32_t i = 0; i < 65536; ++i) v[i] = Half::from_bits(static_cast<std::uint16_t>(i * 40503u));  // a permutation
+  return v;
+}
+
+template <class T>
+class EncodeFromHalf : public ::testing::Test {};
+TYPED_TEST_SUITE(EncodeFromHalf, all_formats, format_names);
+
+TYPED_TEST(EncodeFromHalf, EveryPattern) {
+  REQUIRE_AVX2();
+  const auto f16 = all_half_patterns<lowbit::float16>();
+  const auto bf16 = all_half_patterns<lowbit::bfloat16>();
+  const std::vector<std::uint32_t> random = random_words(65536, 5);
+  for (const named_policy& np : all_policies()) {
+    if (np.p.rm != rounding::nearest_even && np.p.rm != rounding::stochastic && np.p.rm != rounding::toward_zero &&
+        np.name.find("preset") == std::string::npos)
+      continue;  // the other modes run from float32; here the sources matter
+    check_encode<TypeParam, false>(f16, np.p, np.random ? &random : nullptr,
+                                   std::string("float16 -> ") + TypeParam::format::name + ", " + np.name);
+    check_encode<TypeParam, false>(bf16, np.p, np.random ? &random : nullptr,
+                                   std::string("bfloat16 -> ") + TypeParam::format::name + ", " + np.name);
+    if (::testing::Test::HasFailure()) return;
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Every format -> float32, and the byte formats -> float16 / bfloat16: every code.
+
+template <class T>
+std::vector<std::uint8_t> all_codes_bytes() {
+  // Every code, sorted, shuffled, and each over a whole block; then random storage bytes.
+  using F = typename T::format;
+  std::vector<std::uint32_t> codes;
+  const std::uint32_t count = 1u << F::bits;
+  for (std::uint32_t c = 0; c < count; ++c) codes.push_back(c);
+  std::vector<std::uint32_t> all = codes;
+  std::vector<std::uint32_t> shuffled = codes;
+  std::shuffle(shuffled.begin(), shuffled.end(), std::mt19937(3));
+  all.insert(all.end(), shuffled.begin(), shuffled.end());
+  if (F::bits <= 8)
+    for (std::uint32_t c : codes) all.insert(all.end(), 32, c);
+  std::mt19937 gen(4);
+  for (int i = 0; i < 999; ++i) all.push_back(static_cast<std::uint32_t>(gen()) & F::code_mask);
+  std::vector<std::uint8_t> bytes(all.size() * sizeof(T));
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const T v = T::from_bits(static_cast<typename F::storage>(all[i]));
+    std::memcpy(&bytes[i * sizeof(T)], &v, sizeof(T));
+  }
+  return bytes;
+}
+
+template <class T>
+class DecodeToFloat : public ::testing::Test {};
+TYPED_TEST_SUITE(DecodeToFloat, all_formats, format_names);
+
+TYPED_TEST(DecodeToFloat, EveryCode) {
+  REQUIRE_AVX2();
+  check_decode<TypeParam, false>(all_codes_bytes<TypeParam>(), std::string(TypeParam::format::name) + " -> float");
+}
+
+template <class T>
+class DecodeToHalf : public ::testing::Test {};
+using byte_formats = ::testing::Types<lowbit::float8_e4m3fn, lowbit::float8_e5m2, lowbit::float8_e4m3fnuz,
+                                      lowbit::float8_e5m2fnuz, lowbit::float6_e2m3fn, lowbit::float6_e3m2fn,
+                                      lowbit::float4_e2m1fn, lowbit::float8_e8m0fnu>;
+TYPED_TEST_SUITE(DecodeToHalf, byte_formats, format_names);
+
+TYPED_TEST(DecodeToHalf, EveryCodeEveryPolicy) {
+  REQUIRE_AVX2();
+  const std::vector<std::uint8_t> bytes = all_codes_bytes<TypeParam>();
+  std::vector<TypeParam> src(bytes.size());
+  std::memcpy(static_cast<void*>(src.data()), bytes.data(), bytes.size());
+  for (const named_policy& np : all_policies()) {
+    check_encode<lowbit::float16, false>(src, np.p, nullptr,
+                                         std::string(TypeParam::format::name) + " -> float16, " + np.name);
+    check_encode<lowbit::bfloat16, false>(src, np.p, nullptr,
+                                          std::string(TypeParam::format::name) + " -> bfloat16, " + np.name);
+    if (::testing::Test::HasFailure()) return;
+  }
+}
+
+TEST(DecodeHalves, EveryPattern) {
+  REQUIRE_AVX2();
+  for (int k = 0; k < 2; ++k) {
+    std::vector<std::uint8_t> bytes(2 * 65536 * 2);
+    for (std::uint32_t i = 0; i < 2 * 65536; ++i) {
+      const std::uint16_t h = static_cast<std::uint16_t>(i < 65536 ? i : (i * 40503u));
+      std::memcpy(&bytes[2 * i], &h, 2);
+    }
+    if (k == 0)
+      check_decode<lowbit::float16, false>(bytes, "float16 -> float");
+    else
+      check_decode<lowbit::bfloat16, false>(bytes, "bfloat16 -> float");
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Packed layouts: E2M1 two per byte, FP6 four in three bytes (and 8-bit formats one per byte).
+
+template <class T>
+class Packed : public ::testing::Test {};
+using packed_formats = ::testing::Types<lowbit::float4_e2m1fn, lowbit::float6_e2m3fn, lowbit::float6_e3m2fn,
+                                        lowbit::float8_e4m3fn>;
+TYPED_TEST_SUITE(Packed, packed_formats, format_names);
+
+TYPED_TEST(Packed, EncodeEveryPolicy) {
+  REQUIRE_AVX2();
+  encode_from_float_all_policies<TypeParam, true>(TypeParam::format::name);
+  const auto bf16 = all_half_patterns<lowbit::bfloat16>();
+  check_encode<TypeParam, true>(bf16, policy{}, nullptr, std::string("bfloat16 -> ") + TypeParam::format::name + " packed");
+}
+
+TYPED_TEST(Packed, DecodeEveryByte) {
+  REQUIRE_AVX2();
+  std::vector<std::uint8_t> bytes;
+  for (int rep = 0; rep < 3; ++rep)
+    for (int b = 0; b < 256; ++b) bytes.push_back(static_cast<std::uint8_t>(rep == 1 ? (b * 97) & 0xFF : b));
+  std::mt19937 gen(9);
+  for (int i = 0; i < 3000; ++i) bytes.push_back(static_cast<std::uint8_t>(gen()));
+  check_decode<TypeParam, true>(bytes, std::string(TypeParam::format::name) + " packed -> float");
+}
+
+// Packing agrees with core/packing.hpp's layout, element by element, for every odd length.
+TEST(PackedLayout, MatchesPackingHelpers) {
+  REQUIRE_AVX2();
+  const lowbit::scoped_isa use(isa::avx2);
+  const std::vector<float> x = gaussian(100, 3.0f, 21);
+  for (std::size_t n = 0; n <= x.size(); ++n) {
+    std::vector<std::uint8_t> codes(n), expected(lowbit::packed_size<lowbit::float6_e3m2fn>(n)),
+        got(expected.size());
+    for (std::size_t i = 0; i < n; ++i) codes[i] = lowbit::encode<lowbit::float6_e3m2fn>(x[i]).bits();
+    lowbit::pack_sextets(codes.data(), expected.data(), n);
+    lowbit::convert_packed<lowbit::float6_e3m2fn>(x.data(), got.data(), n);
+    ASSERT_EQ(got, expected) << "n = " << n;
+    std::vector<std::uint8_t> e4(lowbit::packed_size<lowbit::float4_e2m1fn>(n)), g4(e4.size());
+    for (std::size_t i = 0; i < n; ++i) codes[i] = lowbit::encode<lowbit::float4_e2m1fn>(x[i]).bits();
+    lowbit::pack_nibbles(codes.data(), e4.data(), n);
+    lowbit::convert_packed<lowbit::float4_e2m1fn>(x.data(), g4.data(), n);
+    ASSERT_EQ(g4, e4) << "n = " << n;
+  }
+}
+
+}  // namespace
