@@ -23,8 +23,13 @@
 #include <cstddef>
 #include <cstdint>
 
-#if defined(__GNUC__) || defined(__clang__)
+// Helpers are forced inline when optimising (the kernels depend on it); an unoptimised build
+// (Debug, sanitizers) keeps them as calls, which keeps its code size and compile memory small.
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__OPTIMIZE__)
 #define LOWBIT_AVX2_INLINE LOWBIT_TARGET_AVX2 inline __attribute__((always_inline))
+#define LOWBIT_NOINLINE __attribute__((noinline))
+#elif defined(__GNUC__) || defined(__clang__)
+#define LOWBIT_AVX2_INLINE LOWBIT_TARGET_AVX2 inline
 #define LOWBIT_NOINLINE __attribute__((noinline))
 #else
 #define LOWBIT_AVX2_INLINE inline

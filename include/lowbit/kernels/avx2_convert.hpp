@@ -838,13 +838,17 @@ LOWBIT_TARGET_AVX2 void encode_loop(const From* src, std::uint8_t* dst, std::siz
   }
 }
 
+// The simple-policy blocks are compiled for the common rounding modes only; the others (and every
+// policy with per-lane limits or a signed NaN) take the general per-lane completion.
 template <class F, rounding RM, layout L, class From>
 void encode_variant(const From* src, std::uint8_t* dst, std::size_t n, const encode_setup& s,
                     const std::uint32_t* random_bits) noexcept {
-  if (simple_setup(s))
-    encode_loop<F, RM, false, L>(src, dst, n, s, random_bits);
-  else
-    encode_loop<F, RM, true, L>(src, dst, n, s, random_bits);
+  constexpr bool common_mode =
+      RM == rounding::nearest_even || RM == rounding::toward_zero || RM == rounding::stochastic;
+  if constexpr (common_mode) {
+    if (simple_setup(s)) return encode_loop<F, RM, false, L>(src, dst, n, s, random_bits);
+  }
+  encode_loop<F, RM, true, L>(src, dst, n, s, random_bits);
 }
 
 template <class F, layout L, class From>
