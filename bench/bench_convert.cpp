@@ -1,0 +1,182 @@
+// lowbit benchmarks: the bulk format conversions (lowbit/convert.hpp), each on the scalar path and
+// the AVX2 path side by side (lowbit::scoped_isa), on a cache-resident input (16384 elements) and
+// a DRAM-sized one (4096 x 4096), single-threaded, next to the machine's ceilings (baselines.hpp).
+//
+// Names: convert/<source>-><destination>[/<mode>]/<isa>/<elements>. Items are elements; bytes are
+// source plus destination bytes. docs/performance.md has the table, the command and the ratios.
+#include <benchmark/benchmark.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <type_traits>
+
+#include <lowbit/convert.hpp>
+#include <lowbit/core/cpu.hpp>
+#include <lowbit/formats/limits.hpp>
+
+#include "baselines.hpp"
+
+namespace {
+
+using lowbit::isa;
+using lowbit::overflow;
+using lowbit::rounding;
+using lowbit_bench::make_buffer;
+using lowbit_bench::set_counters;
+
+// The inputs: Gaussian values with standard deviation max_finite(T) / 4, as a tensor scaled by
+// its absolute maximum into T's range would be (about 1 in 16000 values saturates). `Scale` is
+// the format whose range sets the scale; the values are then rounded to From.
+template <class Scale>
+float data_scale() {
+  return static_cast<float>(std::numeric_limits<Scale>::max()) / 4.0f;
+}
+
+template <class From, class Scale = From>
+auto make_source(std::size_t n) {
+  auto f = make_buffer<float>(n);
+  lowbit_bench::fill_normal(f.get(), n, data_scale<Scale>());
+  if constexpr (std::is_same<From, float>::value) {
+    return f;
+  } else {
+    auto s = make_buffer<From>(n);
+    lowbit::scoped_isa fast(isa::avx2);
+    lowbit::convert(f.get(), s.get(), n);
+    return s;
+  }
+}
+
+template <class T, class From>
+void encode_bench(benchmark::State& state, std::size_t n, isa which, overflow ov, rounding rm) {
+  auto src = make_source<From, T>(n);
+  auto dst = make_buffer<T>(n);
+  auto random = make_buffer<std::uint32_t>(rm == rounding::stochastic ? n : 1);
+  if (rm == rounding::stochastic) {
+    std::uint32_t s = 12345;
+    for (std::size_t i = 0; i < n; ++i) random.get()[i] = s = s * 1664525u + 1013904223u;
+  }
+  const std::uint32_t* r = rm == rounding::stochastic ? random.get() : nullptr;
+  const lowbit::scoped_isa path(which);
+  for (auto _ : state) {
+    lowbit::convert(src.get(), dst.get(), n, ov, rm, r);
+    benchmark::DoNotOptimize(dst.get());
+    benchmark::ClobberMemory();
+  }
+  set_counters(state, n, n * (sizeof(From) + sizeof(T) + (r != nullptr ? 4 : 0)));
+}
+
+template <class T, class From>
+void encode_packed_bench(benchmark::State& state, std::size_t n, isa which) {
+  auto src = make_source<From, T>(n);
+  const std::size_t bytes = lowbit::packed_size<T>(n);
+  auto dst = make_buffer<std::uint8_t>(bytes);
+  const lowbit::scoped_isa path(which);
+  for (auto _ : state) {
+    lowbit::convert_packed<T>(src.get(), dst.get(), n);
+    benchmark::DoNotOptimize(dst.get());
+    benchmark::ClobberMemory();
+  }
+  set_counters(state, n, n * sizeof(From) + bytes);
+}
+
+// Decoding into float32, or into float16 / bfloat16 (To).
+template <class T, class To>
+void decode_bench(benchmark::State& state, std::size_t n, isa which) {
+  auto src = make_source<T>(n);
+  auto dst = make_buffer<To>(n);
+  const lowbit::scoped_isa path(which);
+  for (auto _ : state) {
+    lowbit::convert(src.get(), dst.get(), n);
+    benchmark::DoNotOptimize(dst.get());
+    benchmark::ClobberMemory();
+  }
+  set_counters(state, n, n * (sizeof(T) + sizeof(To)));
+}
+
+template <class T>
+void decode_packed_bench(benchmark::State& state, std::size_t n, isa which) {
+  auto f = make_source<float, T>(n);
+  const std::size_t bytes = lowbit::packed_size<T>(n);
+  auto src = make_buffer<std::uint8_t>(bytes);
+  {
+    const lowbit::scoped_isa fast(isa::avx2);
+    lowbit::convert_packed<T>(f.get(), src.get(), n);
+  }
+  auto dst = make_buffer<float>(n);
+  const lowbit::scoped_isa path(which);
+  for (auto _ : state) {
+    lowbit::convert_packed<T>(src.get(), dst.get(), n);
+    benchmark::DoNotOptimize(dst.get());
+    benchmark::ClobberMemory();
+  }
+  set_counters(state, n, bytes + n * sizeof(float));
+}
+
+template <class Fn>
+void add(const std::string& name, Fn fn) {
+  for (const std::size_t n : {lowbit_bench::cache_elements, lowbit_bench::dram_elements}) {
+    for (const isa which : {isa::scalar, isa::avx2}) {
+      const std::string full = "convert/" + name + "/" + lowbit::isa_name(which) + "/" + std::to_string(n);
+      benchmark::RegisterBenchmark(full.c_str(), [fn, n, which](benchmark::State& s) { fn(s, n, which); });
+    }
+  }
+}
+
+template <class T, class From = float>
+void add_encode(const std::string& name, overflow ov = overflow::saturate, rounding rm = rounding::nearest_even) {
+  add(name, [ov, rm](benchmark::State& s, std::size_t n, isa which) { encode_bench<T, From>(s, n, which, ov, rm); });
+}
+
+bool register_conversions() {
+  using namespace lowbit;
+  // float32 -> every format, nearest-even, saturating (the default).
+  add_encode<float8_e4m3fn>("f32->e4m3fn");
+  add_encode<float8_e5m2>("f32->e5m2");
+  add_encode<float8_e4m3fnuz>("f32->e4m3fnuz");
+  add_encode<float8_e5m2fnuz>("f32->e5m2fnuz");
+  add_encode<float6_e2m3fn>("f32->e2m3fn");
+  add_encode<float6_e3m2fn>("f32->e3m2fn");
+  add_encode<float4_e2m1fn>("f32->e2m1fn");
+  add_encode<float8_e8m0fnu>("f32->e8m0fnu");
+  add_encode<float16>("f32->f16");
+  add_encode<bfloat16>("f32->bf16");
+  // The other modes of the main formats.
+  add_encode<float8_e4m3fn>("f32->e4m3fn/non_saturate", overflow::non_saturate);
+  add_encode<float8_e5m2>("f32->e5m2/non_saturate", overflow::non_saturate);
+  add_encode<float8_e4m3fn>("f32->e4m3fn/stochastic", overflow::saturate, rounding::stochastic);
+  add_encode<float8_e5m2>("f32->e5m2/stochastic", overflow::saturate, rounding::stochastic);
+  // 16-bit sources.
+  add_encode<float8_e4m3fn, float16>("f16->e4m3fn");
+  add_encode<float8_e4m3fn, bfloat16>("bf16->e4m3fn");
+  add_encode<float8_e5m2, bfloat16>("bf16->e5m2");
+  // Packed layouts.
+  add("f32->e2m1fn/packed", [](benchmark::State& s, std::size_t n, isa w) { encode_packed_bench<float4_e2m1fn, float>(s, n, w); });
+  add("f32->e2m3fn/packed", [](benchmark::State& s, std::size_t n, isa w) { encode_packed_bench<float6_e2m3fn, float>(s, n, w); });
+  add("f32->e3m2fn/packed", [](benchmark::State& s, std::size_t n, isa w) { encode_packed_bench<float6_e3m2fn, float>(s, n, w); });
+  add("bf16->e2m1fn/packed", [](benchmark::State& s, std::size_t n, isa w) { encode_packed_bench<float4_e2m1fn, bfloat16>(s, n, w); });
+  // Decoding.
+  add("e4m3fn->f32", [](benchmark::State& s, std::size_t n, isa w) { decode_bench<float8_e4m3fn, float>(s, n, w); });
+  add("e5m2->f32", [](benchmark::State& s, std::size_t n, isa w) { decode_bench<float8_e5m2, float>(s, n, w); });
+  add("e4m3fnuz->f32", [](benchmark::State& s, std::size_t n, isa w) { decode_bench<float8_e4m3fnuz, float>(s, n, w); });
+  add("e5m2fnuz->f32", [](benchmark::State& s, std::size_t n, isa w) { decode_bench<float8_e5m2fnuz, float>(s, n, w); });
+  add("e2m3fn->f32", [](benchmark::State& s, std::size_t n, isa w) { decode_bench<float6_e2m3fn, float>(s, n, w); });
+  add("e3m2fn->f32", [](benchmark::State& s, std::size_t n, isa w) { decode_bench<float6_e3m2fn, float>(s, n, w); });
+  add("e2m1fn->f32", [](benchmark::State& s, std::size_t n, isa w) { decode_bench<float4_e2m1fn, float>(s, n, w); });
+  add("e8m0fnu->f32", [](benchmark::State& s, std::size_t n, isa w) { decode_bench<float8_e8m0fnu, float>(s, n, w); });
+  add("f16->f32", [](benchmark::State& s, std::size_t n, isa w) { decode_bench<float16, float>(s, n, w); });
+  add("bf16->f32", [](benchmark::State& s, std::size_t n, isa w) { decode_bench<bfloat16, float>(s, n, w); });
+  add("e4m3fn->bf16", [](benchmark::State& s, std::size_t n, isa w) { decode_bench<float8_e4m3fn, bfloat16>(s, n, w); });
+  add("e4m3fn->f16", [](benchmark::State& s, std::size_t n, isa w) { decode_bench<float8_e4m3fn, float16>(s, n, w); });
+  add("e2m1fn/packed->f32", [](benchmark::State& s, std::size_t n, isa w) { decode_packed_bench<float4_e2m1fn>(s, n, w); });
+  add("e2m3fn/packed->f32", [](benchmark::State& s, std::size_t n, isa w) { decode_packed_bench<float6_e2m3fn>(s, n, w); });
+  add("e3m2fn/packed->f32", [](benchmark::State& s, std::size_t n, isa w) { decode_packed_bench<float6_e3m2fn>(s, n, w); });
+  return true;
+}
+
+const bool registered = register_conversions();
+
+}  // namespace
+
+BENCHMARK_MAIN();
