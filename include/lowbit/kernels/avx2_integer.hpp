@@ -90,6 +90,9 @@ struct int_dequantize_job {
 #if LOWBIT_HAS_AVX2_KERNELS
 
 #include <immintrin.h>
+#if defined(_MSC_VER) && !defined(__clang__)
+#include <intrin.h>  // _BitScanForward
+#endif
 
 #include "avx2_common.hpp"
 #include "fp_env.hpp"
@@ -500,20 +503,20 @@ LOWBIT_AVX2_INLINE __m256 values(__m256i u, const dctx& d) {
   return d.offset ? values8_offset(u, d.sd, d.md) : values8(u, d.s, d.z);
 }
 
-// Writes 8 results: floats, or bfloat16 bits.
-LOWBIT_AVX2_INLINE void put8(float* y, __m256 v) { _mm256_storeu_ps(y, v); }
-LOWBIT_AVX2_INLINE void put8(std::uint16_t* y, __m256 v) {
-  const __m256i w = pack_dwords_to_words(to_bf16_bits(v), _mm256_setzero_si256());
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(y), _mm256_castsi256_si128(w));
+// Writes 16 results: floats, or bfloat16 bits.
+LOWBIT_AVX2_INLINE void put16(float* y, __m256 a, __m256 b) {
+  _mm256_storeu_ps(y, a);
+  _mm256_storeu_ps(y + 8, b);
+}
+LOWBIT_AVX2_INLINE void put16(std::uint16_t* y, __m256 a, __m256 b) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(y), pack_dwords_to_words(to_bf16_bits(a), to_bf16_bits(b)));
 }
 
 // 32 codes (bytes in element order) -> 32 results.
 template <class Out>
 LOWBIT_AVX2_INLINE void values32(__m256i codes, const dctx& d, Out* y) {
-  put8(y, values(widen8<0>(codes), d));
-  put8(y + 8, values(widen8<1>(codes), d));
-  put8(y + 16, values(widen8<2>(codes), d));
-  put8(y + 24, values(widen8<3>(codes), d));
+  put16(y, values(widen8<0>(codes), d), values(widen8<1>(codes), d));
+  put16(y + 16, values(widen8<2>(codes), d), values(widen8<3>(codes), d));
 }
 
 // n codes (bytes, or nibbles from an even element position) -> n results.
@@ -887,10 +890,10 @@ LOWBIT_AVX2_INLINE void values32_small(__m256i codes, __m256i z8, __m256 s, Out*
   const __m256i d = _mm256_sub_epi8(codes, z8);
   const __m128i lo = _mm256_castsi256_si128(d);
   const __m128i hi = _mm256_extracti128_si256(d, 1);
-  put8(y, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)), s));
-  put8(y + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))), s));
-  put8(y + 16, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)), s));
-  put8(y + 24, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))), s));
+  put16(y, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)), s),
+        _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))), s));
+  put16(y + 16, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)), s),
+        _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))), s));
 }
 
 // One group of nibbles (starting at an even element) with an integer zero-point.
