@@ -425,6 +425,29 @@ TYPED_TEST(MxKernel, ElementsAcrossScales) {
   }
 }
 
+// A float destination of 16 MiB or more, 32-byte aligned, is written with streaming stores: the
+// same bits, from random element bytes and every scale code.
+template <class T>
+T* aligned32(std::vector<T>& v) {
+  const auto a = reinterpret_cast<std::uintptr_t>(v.data());
+  return v.data() + (32 - a % 32) % 32 / sizeof(T);
+}
+constexpr std::size_t large_n = (std::size_t{16} << 20) / sizeof(float) + 256;
+
+TYPED_TEST(MxKernel, LargeOutputStreamingStores) {
+  LOWBIT_SKIP_WITHOUT_AVX2();
+  using Fmt = TypeParam;
+  const std::vector<std::uint8_t> el = random_bytes(lb::mx_element_bytes<Fmt>(large_n), 1);
+  const std::vector<std::uint8_t> sc = random_bytes(lb::mx_scale_bytes(large_n), 2);
+  std::vector<float> a(large_n + 8), b(large_n + 8);
+  {
+    lb::scoped_isa scalar(lb::isa::scalar);
+    ASSERT_TRUE(lb::mx_dequantize<Fmt>(el.data(), sc.data(), large_n, aligned32(a)));
+  }
+  ASSERT_TRUE(lb::mx_dequantize<Fmt>(el.data(), sc.data(), large_n, aligned32(b)));
+  EXPECT_EQ(std::memcmp(aligned32(a), aligned32(b), large_n * sizeof(float)), 0) << Fmt::name;
+}
+
 // Errors come back the same way on both paths, and nothing is written.
 TYPED_TEST(MxKernel, ArgumentErrors) {
   LOWBIT_SKIP_WITHOUT_AVX2();
@@ -600,6 +623,24 @@ TEST(Nvfp4Kernel, EveryHighHalfAsAnElement) {
     lb::nvfp4_options o;
     o.element_rounding = rm;
     nv_compare(x, lb::nvfp4_single_level, o, 0, 1, "nvfp4 every high half rm " + std::to_string(static_cast<int>(rm)));
+  }
+}
+
+TEST(Nvfp4Kernel, LargeOutputStreamingStores) {
+  LOWBIT_SKIP_WITHOUT_AVX2();
+  const std::vector<std::uint8_t> el = random_bytes(lb::nvfp4_element_bytes(large_n), 3);
+  const std::vector<std::uint8_t> sc = random_bytes(lb::nvfp4_scale_bytes(large_n), 4);
+  for (const lb::nvfp4_tensor_scale t : {lb::nvfp4_single_level, lb::nvfp4_tensor_scale{0x1p-100f}}) {
+    for (bool ftz : ftz_daz_states) {
+      fp_env env(ftz);
+      std::vector<float> a(large_n + 8), b(large_n + 8);
+      {
+        lb::scoped_isa scalar(lb::isa::scalar);
+        ASSERT_TRUE(lb::nvfp4_dequantize(el.data(), sc.data(), large_n, aligned32(a), t));
+      }
+      ASSERT_TRUE(lb::nvfp4_dequantize(el.data(), sc.data(), large_n, aligned32(b), t));
+      EXPECT_EQ(std::memcmp(aligned32(a), aligned32(b), large_n * sizeof(float)), 0) << (ftz ? "FTZ+DAZ" : "");
+    }
   }
 }
 

@@ -10,29 +10,40 @@
 // MX kernels use for the rare blocks outside the fast range (see "Fallback" below).
 //
 // MX quantize. Eight blocks at a time: the amax of each block is an integer maximum of the
-// |x| bit patterns (as the reference's), the eight maxima are transposed into one vector and the
-// eight E8M0 codes come from integer arithmetic on the exponent and mantissa of amax, for every
-// rule (floor, ceil, even; docs/block-formats.md derives the closed forms). Element i of a block
-// with scale 2^s is the element format's rounding of x_i * 2^-s. The kernel never forms that
-// product in floating point: with field and mantissa the float's fields, the value is
-// sig * 2^(field - s - 150), and the element code is
+// |x| bit patterns (as the reference's), the eight maxima are transposed into one vector, and the
+// eight E8M0 codes come from integer arithmetic on amax = 1.m * 2^e (a float subnormal amax is
+// normalised through vcvtdq2ps, exact below 2^24), with element_max = c * 2^emax:
 //
-//   fs = field - s,  m = min(fs, K),  z = sig with (fs - m) added to its exponent bits,
-//   code = round(z >> (23 - M + K - m)),   K = element min_exponent + 127,
+//   floor  e + 127 - emax
+//   ceil   e + 127 - emax + (m > c's mantissa)          (the quotient amax / element_max never
+//                                                        rounds onto a power of two)
+//   even   e + 127 - emax + (1.m >= 2 - 2^-(M+1))       (rounding amax to M mantissa bits, ties
+//                                                        away, carries into the exponent)
+//
+// clamped to 0x00..0xFE, 0xFF for NaN/Inf blocks. Element i of a block with scale 2^s is the
+// element format's rounding of x_i * 2^-s, never formed in floating point: with the float's
+// exponent field f and significand sig,
+//
+//   m2 = min(f, K + s),  z = sig with (f - m2) added to its exponent bits,
+//   code = round(z >> (23 - M + K + s - m2)),   K = element min_exponent + 127,
 //
 // (the element codes are contiguous, so a rounding carry moves into the exponent field by
-// itself) then saturated at the element max. Lanes below 2^-126 after scaling (fs <= 0, or a
-// float subnormal) round to zero in every element format; they keep a sticky 1 so the directed
-// roundings still see them. That shortcut needs s >= -100, which every block with an amax of at
-// least about 2^-90 has; a block below that (and not all zero) goes to the reference function.
+// itself) then saturated at the element max. Lanes below 2^-126 after scaling (or float
+// subnormals) get a shift of at least 34, which leaves 0 under the nearest modes and
+// toward_zero; toward_pos_inf gives them a sticky 1 instead. That needs s >= -100, which every
+// block with an amax above about 2^-90 has; an all-zero block is encoded with s = 0 (its codes
+// do not depend on the scale) and any other block below the range goes to the reference
+// function. MXFP4 under the nearest modes takes a shorter path on 16-bit keys (e2m1_nearest16:
+// the high half of x * 2^-s, which is hi16(x) - 128 s, with a sticky bit for the low half).
 // Integer arithmetic only: no result depends on MXCSR (FTZ, DAZ, rounding control).
 //
 // MX dequantize. The result x = P * 2^s is exact (mx_dequantize_block). MXFP4 and MXFP6: every
 // such product, subnormals included, is a float whose low 16 bits are zero, so a per-scale table
 // of 16-bit halves (built once from the codec) and vpshufb give it for any scale, Inf and NaN
 // included. MXFP8 and MXINT8: the element is widened exactly (vcvtph2ps: E5M2 is the top byte of
-// a float16, E4M3 placed one bit lower is a float16 times 2^-8; MXINT8 through vcvtdq2ps) and
-// multiplied by a power of two; inside the fast range (no subnormal or infinite product, no
+// a float16, E4M3 placed one bit lower is a float16 times 2^-8, and vcvtph2ps converts float16
+// subnormals exactly whatever MXCSR.DAZ says (Intel SDM, VCVTPH2PS); MXINT8 through vcvtdq2ps)
+// and multiplied by a power of two; inside the fast range (no subnormal or infinite product, no
 // subnormal operand) that product is exact and independent of MXCSR, outside it the block goes
 // to the reference function.
 //
@@ -40,7 +51,9 @@
 // perform the same IEEE operations in the same order (vdivps and vmulps round exactly as divss
 // and mulss, and honour FTZ/DAZ the same way); only the encodings (E4M3 scale, E2M1 elements)
 // are integer code. In a given MXCSR state the AVX2 path therefore writes what the scalar path
-// writes in that state; both may differ between states (nvfp4.hpp says where).
+// writes in that state; both may differ between states (nvfp4.hpp says where). The quantizer
+// computes the next group's scales before the current group's elements, so the integer work
+// overlaps the divider, which is not pipelined.
 //
 // Fallback: a callable slow(src_block, element_bytes) -> scale code (quantize) or
 // slow(element_bytes, scale, dst_block) (dequantize), the scheme's per-block reference.
@@ -454,15 +467,27 @@ LOWBIT_BLOCK_INLINE __m256i to_widen_order(__m256i codes) {
   return _mm256_permutevar8x32_epi32(codes, _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7));
 }
 
+// Stores 8 floats; Stream: a non-temporal store (dst 32-byte aligned), for outputs far larger than
+// the caches, which they would only evict (the caller fences).
+template <bool Stream>
+LOWBIT_BLOCK_INLINE void store_f32(float* dst, __m256i v) {
+  if constexpr (Stream) {
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst), v);
+  } else {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), v);
+  }
+}
+
 // 32 16-bit halves given as high bytes hb and low bytes lb in widen order -> 32 floats.
+template <bool Stream>
 LOWBIT_BLOCK_INLINE void store_halves_f32(float* dst, __m256i hb, __m256i lb) {
   const __m256i zero = _mm256_setzero_si256();
   const __m256i w0 = _mm256_unpacklo_epi8(lb, hb);
   const __m256i w1 = _mm256_unpackhi_epi8(lb, hb);
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), _mm256_unpacklo_epi16(zero, w0));
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 8), _mm256_unpackhi_epi16(zero, w0));
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 16), _mm256_unpacklo_epi16(zero, w1));
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 24), _mm256_unpackhi_epi16(zero, w1));
+  store_f32<Stream>(dst, _mm256_unpacklo_epi16(zero, w0));
+  store_f32<Stream>(dst + 8, _mm256_unpackhi_epi16(zero, w0));
+  store_f32<Stream>(dst + 16, _mm256_unpacklo_epi16(zero, w1));
+  store_f32<Stream>(dst + 24, _mm256_unpackhi_epi16(zero, w1));
 }
 
 // The same in element order -> 32 bfloat16.
@@ -484,8 +509,13 @@ LOWBIT_BLOCK_INLINE __m256i f32_to_bf16_lanes(__m256i b) {
   return _mm256_blendv_epi8(r, set1(0x7FFF), _mm256_cmpgt_epi32(a, set1(0x7F800000)));
 }
 
-LOWBIT_BLOCK_INLINE void store8(float* dst, __m256 v) { _mm256_storeu_ps(dst, v); }
+template <bool Stream = false>
+LOWBIT_BLOCK_INLINE void store8(float* dst, __m256 v) {
+  store_f32<Stream>(dst, _mm256_castps_si256(v));
+}
+template <bool Stream = false>
 LOWBIT_BLOCK_INLINE void store8(bfloat16* dst, __m256 v) {
+  static_assert(!Stream, "streaming stores are used for float outputs only");
   const __m256i r = f32_to_bf16_lanes(_mm256_castps_si256(v));
   const __m256i w = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
   _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm256_castsi256_si128(w));
@@ -641,7 +671,7 @@ LOWBIT_TARGET_AVX2 inline bool mx_quantize_rm(const Src* src, std::size_t blocks
 // MX dequantize.
 
 // MXFP4 and MXFP6 through the per-scale tables.
-template <class Fmt, class Dst>
+template <class Fmt, bool Stream, class Dst>
 LOWBIT_TARGET_AVX2 inline void mx_dequantize_table(const std::uint8_t* elements, const std::uint8_t* scales,
                                                    std::size_t blocks, std::size_t bs, Dst* dst) {
   using F = typename mx_element_traits<Fmt>::spec;
@@ -668,7 +698,7 @@ LOWBIT_TARGET_AVX2 inline void mx_dequantize_table(const std::uint8_t* elements,
         const __m256i hb = _mm256_shuffle_epi8(th, c);
         const __m256i lb = _mm256_shuffle_epi8(tl, c);
         if constexpr (f32) {
-          store_halves_f32(out + i, hb, lb);
+          store_halves_f32<Stream>(out + i, hb, lb);
         } else {
           store_halves_bf16(out + i, hb, lb);
         }
@@ -690,7 +720,7 @@ LOWBIT_TARGET_AVX2 inline void mx_dequantize_table(const std::uint8_t* elements,
         const __m256i lb = _mm256_blendv_epi8(_mm256_shuffle_epi8(tl0, c), _mm256_shuffle_epi8(tl1, c), upper);
         hb = _mm256_or_si256(hb, _mm256_and_si256(_mm256_slli_epi16(c, 2), _mm256_set1_epi8(static_cast<char>(0x80))));
         if constexpr (f32) {
-          store_halves_f32(out + i, hb, lb);
+          store_halves_f32<Stream>(out + i, hb, lb);
         } else {
           store_halves_bf16(out + i, hb, lb);
         }
@@ -724,7 +754,7 @@ LOWBIT_BLOCK_INLINE __m256 widen_fp8(__m128i x) {
 }
 
 // MXFP8 and MXINT8: exact widening times 2^s inside the fast range; the reference elsewhere.
-template <class Fmt, class Dst, class Slow>
+template <class Fmt, bool Stream, class Dst, class Slow>
 LOWBIT_TARGET_AVX2 inline void mx_dequantize_fp8(const std::uint8_t* elements, const std::uint8_t* scales,
                                                  std::size_t blocks, std::size_t bs, Dst* dst, Slow& slow) {
   constexpr bool is_int8 = mx_element_traits<Fmt>::is_int8;
@@ -756,7 +786,7 @@ LOWBIT_TARGET_AVX2 inline void mx_dequantize_fp8(const std::uint8_t* elements, c
         const __m128i special = e4m3 ? _mm_cmpeq_epi8(mag, _mm_set1_epi8(0x7F)) : _mm_cmpgt_epi8(mag, _mm_set1_epi8(0x7C));
         nan_codes = nan_codes || (_mm_movemask_epi8(special) & 0xFF) != 0;
       }
-      store8(out + i, _mm256_mul_ps(widen_fp8<Fmt>(x), p));
+      store8<Stream>(out + i, _mm256_mul_ps(widen_fp8<Fmt>(x), p));
     }
     if (nan_codes) {
       // NaN elements decode to the quiet NaN with the code's sign (bfloat16: 0x7FFF).
@@ -950,7 +980,7 @@ LOWBIT_TARGET_AVX2 inline bool nvfp4_quantize_rm(const Src* src, std::size_t blo
   return non_finite;
 }
 
-template <class Dst>
+template <bool Stream, class Dst>
 LOWBIT_TARGET_AVX2 inline void nvfp4_dequantize_impl(const std::uint8_t* elements, const std::uint8_t* scales,
                                                      std::size_t blocks, Dst* dst, const nvfp4_kernel_options& o) {
   const __m256 pos = _mm256_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f);
@@ -989,10 +1019,22 @@ LOWBIT_TARGET_AVX2 inline void nvfp4_dequantize_impl(const std::uint8_t* element
         const __m256i idx = _mm256_srlv_epi32(_mm256_set1_epi32(w), nibble_shift);
         const __m256 r = _mm256_blendv_ps(_mm256_permutevar8x32_ps(tp, idx), _mm256_permutevar8x32_ps(tn, idx),
                                           _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28)));
-        store8(out + 8 * q, r);
+        store8<Stream>(out + 8 * q, r);
       }
     }
   }
+}
+
+// Whether a dequantization writes its output with streaming stores: float output of at least
+// stream_threshold_bytes (far beyond the per-core caches, where the stores would only evict
+// what the caller keeps there; streaming doubles the write bandwidth from DRAM on the
+// machines measured) to a 32-byte aligned destination.
+inline constexpr std::size_t stream_threshold_bytes = std::size_t{16} << 20;
+
+template <class Dst>
+inline bool stream_output(const Dst* dst, std::size_t n) noexcept {
+  return std::is_same<Dst, float>::value && n >= stream_threshold_bytes / sizeof(float) &&
+         reinterpret_cast<std::uintptr_t>(dst) % 32 == 0;
 }
 
 }  // namespace detail
@@ -1023,10 +1065,21 @@ LOWBIT_TARGET_AVX2 inline bool mx_quantize(const Src* src, std::size_t n, std::u
 template <class Fmt, class Dst, class Slow>
 LOWBIT_TARGET_AVX2 inline void mx_dequantize(const std::uint8_t* elements, const std::uint8_t* scales, std::size_t n,
                                              Dst* dst, std::size_t block_size, Slow&& slow) {
+  if (detail::stream_output(dst, n)) {
+    if constexpr (std::is_same<Dst, float>::value) {
+      if constexpr (Fmt::element_bits == 8) {
+        detail::mx_dequantize_fp8<Fmt, true>(elements, scales, n / block_size, block_size, dst, slow);
+      } else {
+        detail::mx_dequantize_table<Fmt, true>(elements, scales, n / block_size, block_size, dst);
+      }
+      _mm_sfence();
+      return;
+    }
+  }
   if constexpr (Fmt::element_bits == 8) {
-    detail::mx_dequantize_fp8<Fmt>(elements, scales, n / block_size, block_size, dst, slow);
+    detail::mx_dequantize_fp8<Fmt, false>(elements, scales, n / block_size, block_size, dst, slow);
   } else {
-    detail::mx_dequantize_table<Fmt>(elements, scales, n / block_size, block_size, dst);
+    detail::mx_dequantize_table<Fmt, false>(elements, scales, n / block_size, block_size, dst);
   }
 }
 
@@ -1052,7 +1105,14 @@ LOWBIT_TARGET_AVX2 inline bool nvfp4_quantize(const Src* src, std::size_t n, std
 template <class Dst>
 LOWBIT_TARGET_AVX2 inline void nvfp4_dequantize(const std::uint8_t* elements, const std::uint8_t* scales, std::size_t n,
                                                 Dst* dst, const nvfp4_kernel_options& o) {
-  detail::nvfp4_dequantize_impl(elements, scales, n / 16, dst, o);
+  if (detail::stream_output(dst, n)) {
+    if constexpr (std::is_same<Dst, float>::value) {
+      detail::nvfp4_dequantize_impl<true>(elements, scales, n / 16, dst, o);
+      _mm_sfence();
+      return;
+    }
+  }
+  detail::nvfp4_dequantize_impl<false>(elements, scales, n / 16, dst, o);
 }
 
 }  // namespace avx2
