@@ -729,6 +729,33 @@ LOWBIT_AVX2_INLINE void sym_group_grid(const float* x, std::size_t chunks, __m25
   }
 }
 
+// Two groups of 32 into nibbles, 32 bytes at once (the hot case of GPTQ-style INT4 g32): the
+// in-lane order the packs leave is undone once for both groups by a qword permute and a byte
+// shuffle. False, with nothing written, when some value came near a half-integer.
+LOWBIT_AVX2_INLINE bool sym_pair_grid_nibbles(const float* x, __m256 ra, __m256 rb, const grid_consts& k,
+                                              std::uint8_t* out) {
+  __m256i near = _mm256_set1_epi32(0x7FFFFFFF);
+  const __m256i a0 = grid_round(_mm256_loadu_ps(x), ra, k, near);
+  const __m256i a1 = grid_round(_mm256_loadu_ps(x + 8), ra, k, near);
+  const __m256i a2 = grid_round(_mm256_loadu_ps(x + 16), ra, k, near);
+  const __m256i a3 = grid_round(_mm256_loadu_ps(x + 24), ra, k, near);
+  const __m256i b0 = grid_round(_mm256_loadu_ps(x + 32), rb, k, near);
+  const __m256i b1 = grid_round(_mm256_loadu_ps(x + 40), rb, k, near);
+  const __m256i b2 = grid_round(_mm256_loadu_ps(x + 48), rb, k, near);
+  const __m256i b3 = grid_round(_mm256_loadu_ps(x + 56), rb, k, near);
+  if (!_mm256_testz_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(3), near), _mm256_set1_epi32(-1))) return false;
+  const __m256i pair = _mm256_set1_epi16(0x1001);
+  const __m256i ca = _mm256_min_epu8(_mm256_packus_epi16(_mm256_packus_epi32(a0, a1), _mm256_packus_epi32(a2, a3)), k.cmax8);
+  const __m256i cb = _mm256_min_epu8(_mm256_packus_epi16(_mm256_packus_epi32(b0, b1), _mm256_packus_epi32(b2, b3)), k.cmax8);
+  // Per lane, ca holds elements 8i..8i+3 (lane 0) or 8i+4..8i+7 (lane 1) of vector i, in pairs.
+  const __m256i w = _mm256_packus_epi16(_mm256_maddubs_epi16(ca, pair), _mm256_maddubs_epi16(cb, pair));
+  const __m256i v = _mm256_permute4x64_epi64(w, 0xD8);  // lane 0: group a, lane 1: group b
+  const __m256i order = _mm256_setr_epi8(0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15,  //
+                                         0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_shuffle_epi8(v, order));
+  return true;
+}
+
 // The scales of a batch of up to 8 groups, one lane each.
 struct sym_batch {
   __m256 s, r;          // stored scale, and its reciprocal
@@ -831,6 +858,20 @@ LOWBIT_TARGET_AVX2 inline std::size_t quantize_symmetric_impl(const int_symmetri
       for (std::size_t k = 0; k < done; ++k) j.scales[g0 + k] = sv[k];
     }
     const std::uint32_t tight = grid ? b.tight : 0u;
+    if (Nibbles && len == 32 && done == 8 && tight == 0xFFu) {  // the hot case: pairs of groups
+      const float* x = j.x + g0 * 32;
+      std::uint8_t* out = j.codes + g0 * 16;
+      for (int p = 0; p < 4; ++p) {
+        const __m256i la = _mm256_set1_epi32(2 * p);
+        const __m256i lb = _mm256_set1_epi32(2 * p + 1);
+        const __m256 ra = _mm256_permutevar8x32_ps(b.r, la);
+        const __m256 rb = _mm256_permutevar8x32_ps(b.r, lb);
+        if (sym_pair_grid_nibbles(x + 64 * p, ra, rb, gk, out + 32 * p)) continue;
+        sym_group_grid<Nibbles>(x + 64 * p, 1, ra, b.s, la, q, gk, out + 32 * p);
+        sym_group_grid<Nibbles>(x + 64 * p + 32, 1, rb, b.s, lb, q, gk, out + 32 * p + 16);
+      }
+      continue;
+    }
     if (len == 32 && done == 8 && tight == 0xFFu) {  // the hot case, unrolled
       const float* x = j.x + g0 * 32;
       std::uint8_t* out = j.codes + g0 * (Nibbles ? 16 : 32);
