@@ -75,7 +75,6 @@
 #include <immintrin.h>
 #endif
 
-
 namespace lowbit {
 namespace kernels {
 namespace block {
