@@ -263,36 +263,61 @@ LOWBIT_AVX2_INLINE __m256i encode_lanes(__m256i b, __m256i r, const encode_vecto
 // ------------------------------------------------------------------------------------------------
 // Decoding: codes -> bfloat16 / float32 bit patterns.
 
-// bfloat16 bits of m * 2^e for 0 <= m < 16 (exact: at most 4 significant bits).
-constexpr std::uint16_t bf16_bits_of(std::uint32_t m, int e) noexcept {
+// The bits, in the 16-bit IEEE-style format H (bfloat16 or float16), of m * 2^e for 0 <= m < 16,
+// a value H holds exactly (at most 4 significant bits, within H's range).
+template <class H>
+constexpr std::uint16_t half_bits_of(std::uint32_t m, int e) noexcept {
   if (m == 0) return 0;
   int top = 0;
   while ((m >> (top + 1)) != 0) ++top;
   const int exponent = e + top;  // value in [2^exponent, 2^(exponent+1))
-  if (exponent < -126) return static_cast<std::uint16_t>(m << (e + 133));  // bfloat16 subnormal
-  return static_cast<std::uint16_t>(static_cast<std::uint32_t>(exponent + 127) << 7 | ((m << (7 - top)) & 0x7Fu));
+  constexpr int MH = H::mantissa_bits;
+  if (exponent < H::min_exponent)  // an H subnormal: m * 2^e in units of 2^(min_exponent - MH)
+    return static_cast<std::uint16_t>(m << (e - (H::min_exponent - MH)));
+  return static_cast<std::uint16_t>(static_cast<std::uint32_t>(exponent + H::bias) << MH |
+                                    ((m << (MH - top)) & H::mantissa_mask));
 }
 
-// Subnormal values m * 2^(min_exponent - M), m = 0..7, as bfloat16 bits: the vpshufb table.
-template <class F>
+// Whether every value of the byte format F is exactly an H, with F's normal numbers H's normal
+// numbers (what half_from_codes needs).
+template <class F, class H>
+struct holds_exactly
+    : std::integral_constant<bool, F::bits <= 8 && F::mantissa_bits <= 3 && F::mantissa_bits <= H::mantissa_bits &&
+                                       F::max_exponent <= H::max_exponent &&
+                                       (F::has_subnormals ? (F::min_exponent >= H::min_exponent &&
+                                                             F::min_exponent - F::mantissa_bits >=
+                                                                 H::min_exponent - H::mantissa_bits)
+                                                          : F::min_exponent >= H::min_exponent - 1)> {};
+
+// The vpshufb table of the subnormals: for m = 0..7, the H bits of m * 2^(min_exponent - M)
+// minus what the normal-number formula gives for the code m (mod 2^16), so that adding it where
+// the field is 0 corrects the formula.
+template <class F, class H>
 struct subnormal_table {
   static constexpr int e = F::min_exponent - F::mantissa_bits;
-  static constexpr std::uint16_t v[8] = {bf16_bits_of(0, e), bf16_bits_of(1, e), bf16_bits_of(2, e),
-                                         bf16_bits_of(3, e), bf16_bits_of(4, e), bf16_bits_of(5, e),
-                                         bf16_bits_of(6, e), bf16_bits_of(7, e)};
+  static constexpr std::uint16_t normal(std::uint32_t m) noexcept {
+    return static_cast<std::uint16_t>((m << (H::mantissa_bits - F::mantissa_bits)) + ((H::bias - F::bias) << H::mantissa_bits));
+  }
+  static constexpr std::uint16_t fix(std::uint32_t m) noexcept {
+    return static_cast<std::uint16_t>(half_bits_of<H>(m, e) - normal(m));
+  }
+  static constexpr std::uint16_t v[8] = {fix(0), fix(1), fix(2), fix(3), fix(4), fix(5), fix(6), fix(7)};
 };
 
-// 16 codes of a format of at most 8 bits, one per 16-bit lane (already masked to the code) ->
-// their values as bfloat16 bit patterns, exactly as codec.hpp decodes them (NaN: 0x7FC0 | sign).
-template <class F>
-LOWBIT_AVX2_INLINE __m256i bf16_from_codes(__m256i w) {
+// 16 codes of a byte format F, one per 16-bit lane (already masked to the code) -> their values
+// as bit patterns of H (bfloat16 by default), exactly as codec.hpp decodes them. NaN becomes
+// H's quiet NaN (bfloat16 0x7FC0, float16 0x7E00) with the code's sign (none for FNUZ).
+template <class F, class H = formats::bfloat16>
+LOWBIT_AVX2_INLINE __m256i half_from_codes(__m256i w) {
   constexpr int M = F::mantissa_bits;
-  static_assert(F::bits <= 8 && M <= 3, "byte formats with at most 3 mantissa bits");
+  constexpr int MH = H::mantissa_bits;
+  static_assert(holds_exactly<F, H>::value, "H holds every value of F");
+  const short quiet_nan = static_cast<short>(H::quiet_nan_bits);
   const __m256i mag = _mm256_and_si256(w, _mm256_set1_epi16(static_cast<short>(F::magnitude_mask)));
   // Normal numbers: the exponent field rebiased, the mantissa moved to the top.
-  __m256i r = _mm256_add_epi16(_mm256_slli_epi16(mag, 7 - M), _mm256_set1_epi16(static_cast<short>((127 - F::bias) << 7)));
+  __m256i r = _mm256_add_epi16(_mm256_slli_epi16(mag, MH - M), _mm256_set1_epi16(static_cast<short>((H::bias - F::bias) << MH)));
   if constexpr (F::has_subnormals) {
-    using t = subnormal_table<F>;
+    using t = subnormal_table<F, H>;
     const __m256i table = _mm256_setr_epi16(
         static_cast<short>(t::v[0]), static_cast<short>(t::v[1]), static_cast<short>(t::v[2]),
         static_cast<short>(t::v[3]), static_cast<short>(t::v[4]), static_cast<short>(t::v[5]),
@@ -302,23 +327,25 @@ LOWBIT_AVX2_INLINE __m256i bf16_from_codes(__m256i w) {
         static_cast<short>(t::v[7]));
     // Byte indices 2m and 2m+1 select word m of the table.
     const __m256i index = _mm256_add_epi16(_mm256_mullo_epi16(mag, _mm256_set1_epi16(0x0202)), _mm256_set1_epi16(0x0100));
-    const __m256i sub = _mm256_shuffle_epi8(table, index);
-    r = _mm256_blendv_epi8(r, sub, _mm256_cmpgt_epi16(_mm256_set1_epi16(1 << M), mag));
+    const __m256i fix = _mm256_shuffle_epi8(table, index);
+    r = _mm256_add_epi16(r, _mm256_and_si256(fix, _mm256_cmpgt_epi16(_mm256_set1_epi16(1 << M), mag)));
   } else {
-    // Field 0 is 2^-bias; below 2^-126 that is a bfloat16 subnormal (E8M0: 0x0040).
+    // Field 0 is 2^-bias; below H's normal range that is an H subnormal (E8M0 in bfloat16: 0x0040).
     static_assert(M == 0, "formats without subnormals have no mantissa here");
-    if constexpr (F::min_exponent < -126) {
-      const __m256i smallest = _mm256_set1_epi16(static_cast<short>(bf16_bits_of(1, F::min_exponent)));
+    if constexpr (F::min_exponent < H::min_exponent) {
+      const __m256i smallest = _mm256_set1_epi16(static_cast<short>(half_bits_of<H>(1, F::min_exponent)));
       r = _mm256_blendv_epi8(r, smallest, _mm256_cmpeq_epi16(mag, _mm256_setzero_si256()));
     }
   }
   if constexpr (F::specials == special_values::fn) {
+    // The formula gives `at_nan` for the all-ones magnitude; move it to the quiet NaN.
+    constexpr std::uint16_t at_nan = static_cast<std::uint16_t>((F::magnitude_mask << (MH - M)) + ((H::bias - F::bias) << MH));
     const __m256i is_nan = _mm256_cmpeq_epi16(mag, _mm256_set1_epi16(static_cast<short>(F::magnitude_mask)));
-    r = _mm256_blendv_epi8(r, _mm256_set1_epi16(0x7FC0), is_nan);
+    r = _mm256_add_epi16(r, _mm256_and_si256(is_nan, _mm256_set1_epi16(static_cast<short>(H::quiet_nan_bits - at_nan))));
   } else if constexpr (F::specials == special_values::ieee) {
     const __m256i special = _mm256_cmpgt_epi16(mag, _mm256_set1_epi16(static_cast<short>(F::max_bits)));
     const __m256i is_inf = _mm256_cmpeq_epi16(mag, _mm256_set1_epi16(static_cast<short>(F::inf_bits)));
-    const __m256i value = _mm256_or_si256(_mm256_set1_epi16(0x7F80), _mm256_andnot_si256(is_inf, _mm256_set1_epi16(0x0040)));
+    const __m256i value = _mm256_blendv_epi8(_mm256_set1_epi16(quiet_nan), _mm256_set1_epi16(static_cast<short>(H::inf_bits)), is_inf);
     r = _mm256_blendv_epi8(r, value, special);
   }
   if constexpr (F::specials == special_values::fnuz) {
@@ -326,7 +353,7 @@ LOWBIT_AVX2_INLINE __m256i bf16_from_codes(__m256i w) {
     const __m256i is_nan = _mm256_cmpeq_epi16(w, _mm256_set1_epi16(static_cast<short>(F::sign_mask)));
     const __m256i sign = _mm256_slli_epi16(_mm256_andnot_si256(is_nan, w), 15 - (F::bits - 1));
     const __m256i sign_only = _mm256_and_si256(sign, _mm256_set1_epi16(static_cast<short>(0x8000)));
-    r = _mm256_or_si256(_mm256_or_si256(r, sign_only), _mm256_and_si256(is_nan, _mm256_set1_epi16(0x7FC0)));
+    r = _mm256_or_si256(_mm256_or_si256(r, sign_only), _mm256_and_si256(is_nan, _mm256_set1_epi16(quiet_nan)));
   } else if constexpr (F::is_signed) {
     constexpr int sign_shift = 15 - (F::bits - 1);
     r = _mm256_or_si256(r, _mm256_slli_epi16(_mm256_and_si256(w, _mm256_set1_epi16(static_cast<short>(F::sign_mask))), sign_shift));
@@ -367,8 +394,8 @@ LOWBIT_AVX2_INLINE void f32_from_code_bytes(__m256i codes, __m256i out[4], const
     w0 = _mm256_unpacklo_epi8(lo, hi);
     w1 = _mm256_unpackhi_epi8(lo, hi);
   } else {
-    w0 = bf16_from_codes<F>(_mm256_unpacklo_epi8(p, zero));
-    w1 = bf16_from_codes<F>(_mm256_unpackhi_epi8(p, zero));
+    w0 = half_from_codes<F>(_mm256_unpacklo_epi8(p, zero));
+    w1 = half_from_codes<F>(_mm256_unpackhi_epi8(p, zero));
   }
   out[0] = _mm256_unpacklo_epi16(zero, w0);
   out[1] = _mm256_unpackhi_epi16(zero, w0);
@@ -509,8 +536,7 @@ LOWBIT_AVX2_INLINE __m256i load_random(const std::uint32_t* random_bits, int k) 
 // How the codes handed to finish_block are expressed.
 enum class code_form : std::uint8_t {
   exact,            // the magnitude code, >= 0 (unlimited)
-  minus_base,       // code - 2^M, >= 0 (unlimited)
-  minus_base_signed // code - 2^M, >= -2^M (unlimited)
+  minus_base        // code - 2^M, >= 0 (unlimited)
 };
 
 // The signs of 32 inputs, packed early so the inputs need not stay live: signed saturation
@@ -538,8 +564,7 @@ LOWBIT_AVX2_INLINE void finish_block(const __m256i c[4], const __m256i signs[2],
   const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF);
   const __m256i inf = _mm256_set1_epi32(0x7F800000);
   if constexpr (L == layout::words) {
-    static_assert(Form != code_form::minus_base_signed && F::is_signed && F::specials == special_values::ieee,
-                  "16-bit formats: float16 and bfloat16");
+    static_assert(F::is_signed && F::specials == special_values::ieee, "16-bit formats: float16 and bfloat16");
     for (int h = 0; h < 2; ++h) {
       __m256i w = _mm256_packus_epi32(c[2 * h], c[2 * h + 1]);  // saturates at 0xFFFF
       if constexpr (Form == code_form::minus_base) w = _mm256_adds_epu16(w, _mm256_set1_epi16(static_cast<short>(base)));
@@ -555,14 +580,8 @@ LOWBIT_AVX2_INLINE void finish_block(const __m256i c[4], const __m256i signs[2],
     }
   } else {
     // Bytes in the in-lane order of the packs; one permutation at the end puts them in order.
-    __m256i b;
-    if constexpr (Form == code_form::minus_base_signed) {
-      b = _mm256_packs_epi16(_mm256_packs_epi32(c[0], c[1]), _mm256_packs_epi32(c[2], c[3]));  // -2^M..127
-      b = _mm256_add_epi8(b, _mm256_set1_epi8(static_cast<char>(base)));                         // 0..127 + 2^M
-    } else {
-      b = _mm256_packus_epi16(_mm256_packus_epi32(c[0], c[1]), _mm256_packus_epi32(c[2], c[3]));  // saturating
-      if constexpr (Form == code_form::minus_base) b = _mm256_adds_epu8(b, _mm256_set1_epi8(static_cast<char>(base)));
-    }
+    __m256i b = _mm256_packus_epi16(_mm256_packus_epi32(c[0], c[1]), _mm256_packus_epi32(c[2], c[3]));  // saturating
+    if constexpr (Form == code_form::minus_base) b = _mm256_adds_epu8(b, _mm256_set1_epi8(static_cast<char>(base)));
     b = _mm256_min_epu8(b, v.limit_bytes);
     if constexpr (F::is_signed) {
       __m256i sign = _mm256_and_si256(_mm256_cmpgt_epi8(_mm256_setzero_si256(), signs[0]),
@@ -605,12 +624,14 @@ struct normal_range {
   static constexpr bool rounding_supported = RM != rounding::toward_pos_inf;  // sign-dependent
 };
 
-template <class F, rounding RM>
+// t + extra (extra: a multiple of 2^S that the caller wants added to the code, times 2^S).
+template <class F, rounding RM, std::uint32_t Extra = 0>
 LOWBIT_AVX2_INLINE __m256i normal_t(__m256i a) {
   using nr = normal_range<F, RM>;
-  const __m256i t = _mm256_add_epi32(a, _mm256_set1_epi32(static_cast<int>(nr::bias - nr::mn)));
+  const __m256i t = _mm256_add_epi32(a, _mm256_set1_epi32(static_cast<int>(nr::bias - nr::mn + Extra)));
   if constexpr (RM != rounding::nearest_even) return t;
-  return _mm256_add_epi32(t, _mm256_and_si256(_mm256_srli_epi32(a, nr::S), _mm256_set1_epi32(1)));
+  // + bit S of |x| (the kept lsb), isolated by two shifts (no mask constant to keep in a register).
+  return _mm256_add_epi32(t, _mm256_srli_epi32(_mm256_slli_epi32(a, 31 - nr::S), 31));
 }
 
 // Path 1, for formats whose inputs are mostly normal numbers (FP8, float16, bfloat16): when every
@@ -715,13 +736,14 @@ struct thresholds {
   static constexpr threshold_list list = make_thresholds<F, RM>();
 };
 
+// t here carries the 2^M too (normal_t<..., 1 << 23>), so its arithmetic shift is the code itself.
 template <class F, rounding RM>
 LOWBIT_AVX2_INLINE __m256i threshold_code(__m256i a, __m256i t) {
   constexpr int M = F::mantissa_bits;
-  __m256i count = _mm256_set1_epi32(-(1 << M));  // code - 2^M
+  __m256i minus_count = _mm256_setzero_si256();  // the compare masks are -1
   for (int k = 0; k < (1 << M); ++k)
-    count = _mm256_sub_epi32(count, _mm256_cmpgt_epi32(a, _mm256_set1_epi32(static_cast<int>(thresholds<F, RM>::list.v[k] - 1))));
-  return _mm256_max_epi32(_mm256_srai_epi32(t, normal_range<F, RM>::S), count);
+    minus_count = _mm256_add_epi32(minus_count, _mm256_cmpgt_epi32(a, _mm256_set1_epi32(static_cast<int>(thresholds<F, RM>::list.v[k] - 1))));
+  return _mm256_max_epi32(_mm256_srai_epi32(t, normal_range<F, RM>::S), _mm256_sub_epi32(_mm256_setzero_si256(), minus_count));
 }
 
 template <class F, rounding RM, layout L>
@@ -733,24 +755,24 @@ LOWBIT_AVX2_INLINE bool encode_block_threshold(const __m256i x[4], std::uint8_t*
   const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF);
   __m256i c[4];
   __m256i a = _mm256_and_si256(x[0], abs_mask);
-  __m256i t = normal_t<F, RM>(a);
+  __m256i t = normal_t<F, RM, (1u << 23)>(a);
   __m256i top = t;
   c[0] = threshold_code<F, RM>(a, t);
   a = _mm256_and_si256(x[1], abs_mask);
-  t = normal_t<F, RM>(a);
+  t = normal_t<F, RM, (1u << 23)>(a);
   top = _mm256_max_epi32(top, t);
   c[1] = threshold_code<F, RM>(a, t);
   a = _mm256_and_si256(x[2], abs_mask);
-  t = normal_t<F, RM>(a);
+  t = normal_t<F, RM, (1u << 23)>(a);
   top = _mm256_max_epi32(top, t);
   c[2] = threshold_code<F, RM>(a, t);
   a = _mm256_and_si256(x[3], abs_mask);
-  t = normal_t<F, RM>(a);
+  t = normal_t<F, RM, (1u << 23)>(a);
   top = _mm256_max_epi32(top, t);
   c[3] = threshold_code<F, RM>(a, t);
-  if (!_mm256_testz_si256(_mm256_cmpgt_epi32(top, _mm256_set1_epi32(static_cast<int>(nr::t_inf))), _mm256_set1_epi32(-1)))
+  if (!_mm256_testz_si256(_mm256_cmpgt_epi32(top, _mm256_set1_epi32(static_cast<int>(nr::t_inf + (1u << 23)))), _mm256_set1_epi32(-1)))
     return false;
-  finish_block<F, L, code_form::minus_base_signed, false, true>(c, signs, nullptr, dst, v);
+  finish_block<F, L, code_form::exact, false, true>(c, signs, nullptr, dst, v);
   return true;
 }
 
@@ -873,6 +895,50 @@ LOWBIT_AVX2_INLINE void store32(float* dst, const __m256i v[4]) {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 24), v[3]);
 }
 
+// Byte format F -> 16-bit format H (float16, bfloat16) where H holds every value of F exactly
+// (holds_exactly): nothing rounds and no finite value overflows, so the policy only decides what
+// NaN becomes (nan_code) and Inf (max under saturate + inf_policy::saturate, else Inf). Works in
+// 16-bit lanes throughout, with no detour through float32. Any policy.
+struct half_policy {
+  __m256i nan_pos, nan_neg, limit;
+  bool nan_signed;
+};
+
+template <class F, class H>
+LOWBIT_AVX2_INLINE void widen_block(const std::uint8_t* src, std::uint8_t* dst, const half_policy& hp) {
+  const __m256i bytes = _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src)),
+                                         _mm256_set1_epi8(static_cast<char>(F::code_mask)));
+  for (int h = 0; h < 2; ++h) {
+    const __m128i half = h == 0 ? _mm256_castsi256_si128(bytes) : _mm256_extracti128_si256(bytes, 1);
+    const __m256i v = half_from_codes<F, H>(_mm256_cvtepu8_epi16(half));
+    const __m256i mag = _mm256_and_si256(v, _mm256_set1_epi16(0x7FFF));
+    __m256i r = _mm256_or_si256(_mm256_min_epu16(mag, hp.limit), _mm256_and_si256(v, _mm256_set1_epi16(static_cast<short>(0x8000))));
+    const __m256i nan = hp.nan_signed ? _mm256_blendv_epi8(hp.nan_pos, hp.nan_neg, _mm256_srai_epi16(v, 15)) : hp.nan_pos;
+    r = _mm256_blendv_epi8(r, nan, _mm256_cmpgt_epi16(mag, _mm256_set1_epi16(static_cast<short>(H::inf_bits))));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 32 * h), r);
+  }
+}
+
+template <class F, class H>
+LOWBIT_TARGET_AVX2 void widen_to_half(const std::uint8_t* src, std::uint8_t* dst, std::size_t n,
+                                      const policy& p) noexcept {
+  half_policy hp;
+  hp.nan_pos = _mm256_set1_epi16(static_cast<short>(nan_code<H>(false, p)));
+  hp.nan_neg = _mm256_set1_epi16(static_cast<short>(nan_code<H>(true, p)));
+  hp.nan_signed = nan_code<H>(false, p) != nan_code<H>(true, p);
+  const bool inf_to_max = p.ov == overflow::saturate && p.inf == inf_policy::saturate;
+  hp.limit = _mm256_set1_epi16(static_cast<short>(inf_to_max ? H::max_bits : H::inf_bits));
+  std::size_t i = 0;
+  for (; i + 32 <= n; i += 32) widen_block<F, H>(src + i, dst + 2 * i, hp);
+  if (i < n) {
+    std::uint8_t in[32] = {};
+    std::uint8_t out[64];
+    std::memcpy(in, src + i, n - i);
+    widen_block<F, H>(in, out, hp);
+    std::memcpy(dst + 2 * i, out, 2 * (n - i));
+  }
+}
+
 // Sources of 32 codes per step as 32 bytes in element order: plain bytes, nibbles, sextets.
 // `at(i)` reads the 32 codes from element i on; `tail(i, n)` the n - i < 32 last ones.
 struct byte_codes {
@@ -964,6 +1030,13 @@ template <class From, class T>
 void encode(const From* src, T* dst, std::size_t n, const policy& p, const std::uint32_t* random_bits) noexcept {
   static_assert(can_encode<From, T>::value, "no AVX2 kernel for this pair");
   using F = typename T::format;
+  if constexpr (is_byte_minifloat<From>::value && is_half_type<T>::value) {
+    using FS = typename From::format;
+    if constexpr (detail::holds_exactly<FS, F>::value) {  // exact: no rounding, no overflow
+      detail::widen_to_half<FS, F>(reinterpret_cast<const std::uint8_t*>(src), reinterpret_cast<std::uint8_t*>(dst), n, p);
+      return;
+    }
+  }
   detail::encode_dispatch<F, detail::layout_of<F>()>(src, reinterpret_cast<std::uint8_t*>(dst), n, p, random_bits);
 }
 
