@@ -32,6 +32,7 @@
 #include "core/cpu.hpp"
 #include "core/status.hpp"
 #include "kernels/avx2_metrics.hpp"
+#include "kernels/fp_env.hpp"
 
 namespace lowbit {
 
@@ -86,13 +87,13 @@ inline void error_sums_ref(const float* ref, const float* test, std::size_t n, e
 }
 
 // The same sums, from the AVX2 kernel when lowbit::active_isa() selects it
-// (kernels/avx2_metrics.hpp: the same lanes in the same order, so the same bits; computed in the
-// IEEE default environment whatever the caller's MXCSR), else from error_sums_ref (which follows
-// the caller's MXCSR: with DAZ set, subnormal inputs count as zero there).
+// (kernels/avx2_metrics.hpp: the same lanes in the same order, so the same bits), else from
+// error_sums_ref; either way in the IEEE default environment (kernels/fp_env.hpp), so subnormal
+// inputs count whatever the caller's MXCSR says.
 inline void add_error_sums(const float* ref, const float* test, std::size_t n, error_sums& acc) noexcept {
+  const kernels::ieee_scope env;  // the combining additions too
 #if LOWBIT_HAS_AVX2_KERNELS
   if (detail::use_avx2()) {
-    const kernels::ieee_scope env;  // the combining additions too
     kernels::error_lanes l;
     kernels::avx2::error_lanes(ref, test, n, l);
     detail::add_error_lanes(l, n, acc);

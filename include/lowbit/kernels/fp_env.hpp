@@ -6,24 +6,33 @@
 // element, conversions of floats to double. Hardware does exactly that only while MXCSR holds its
 // default control bits; flush-to-zero (FTZ) and denormals-are-zero (DAZ), which inference engines
 // commonly set, change the result wherever an operand or a result is subnormal, and a directed
-// rounding control changes every inexact result. So each SIMD entry point that does float
-// arithmetic opens an ieee_scope: it reads MXCSR (STMXCSR, under a nanosecond) and only when the
+// rounding control changes every inexact result. So each bulk entry point that does float
+// arithmetic (SIMD and scalar path alike) opens an ieee_scope: it reads MXCSR (STMXCSR, under a nanosecond) and only when the
 // control bits differ from the default loads the default for the duration of the call and puts
 // the caller's control bits back afterwards (two LDMXCSR, a few nanoseconds). The exception
 // flags the kernel raised are kept; exception masks are restored (every exception is masked
 // inside, so a kernel never traps).
 //
 // Ordering: the work a scope protects must not be moved across its boundaries by the compiler.
-// The scope's constructor and destructor carry a compiler barrier, and the protected work is done
-// by functions with a different target attribute (LOWBIT_TARGET_AVX2), which the compiler cannot
-// inline into the non-AVX2 function holding the scope, so they stay ordinary calls between the
-// two MXCSR writes.
+// The scope's constructor and destructor carry a compiler barrier (a memory clobber): the
+// protected work reads its inputs from memory after the first and writes its results before the
+// second, and the SIMD work is done by functions with a different target attribute
+// (LOWBIT_TARGET_AVX2), which the compiler cannot inline into the function holding the scope.
+//
+// On targets without MXCSR (non-x86, device code) ieee_scope does nothing: there the default
+// environment is the caller's responsibility.
 #ifndef LOWBIT_KERNELS_FP_ENV_HPP
 #define LOWBIT_KERNELS_FP_ENV_HPP
 
 #include "../core/cpu.hpp"
 
-#if LOWBIT_HAS_AVX2_KERNELS
+#if !LOWBIT_DEVICE_COMPILER && (defined(__x86_64__) || defined(__i386__) || defined(_M_X64) || defined(_M_IX86))
+#define LOWBIT_HAS_MXCSR 1
+#else
+#define LOWBIT_HAS_MXCSR 0
+#endif
+
+#if LOWBIT_HAS_MXCSR
 
 #include <xmmintrin.h>
 
@@ -80,6 +89,19 @@ class ieee_scope {
 }  // namespace kernels
 }  // namespace lowbit
 
-#endif  // LOWBIT_HAS_AVX2_KERNELS
+#else  // !LOWBIT_HAS_MXCSR
+
+namespace lowbit {
+namespace kernels {
+class ieee_scope {
+ public:
+  explicit ieee_scope(bool = true) noexcept {}
+  ieee_scope(const ieee_scope&) = delete;
+  ieee_scope& operator=(const ieee_scope&) = delete;
+};
+}  // namespace kernels
+}  // namespace lowbit
+
+#endif  // LOWBIT_HAS_MXCSR
 
 #endif  // LOWBIT_KERNELS_FP_ENV_HPP

@@ -18,6 +18,7 @@
 #include "../core/cpu.hpp"
 #include "../core/status.hpp"
 #include "avx2_integer.hpp"
+#include "fp_env.hpp"
 #include "int_group.hpp"
 
 namespace lowbit {
@@ -43,25 +44,15 @@ inline bool int_fused(const int_kernels& k) noexcept {
 #endif
 }
 
-// Holds the IEEE default floating-point environment (kernels/fp_env.hpp) for the rest of a bulk
-// call that runs with a SIMD table, so that the scalar parts of that call (the scale and
-// zero-point arithmetic of make_int_codec, stored_int_codec's checks) see the same environment as
-// the kernels and the result does not depend on the caller's MXCSR. With the reference table it
-// does nothing: the reference follows the caller's environment.
+// Holds the IEEE default floating-point environment (kernels/fp_env.hpp) for a whole bulk call,
+// with either table, so that the scale and zero-point arithmetic and the reference kernels see the
+// same environment as the SIMD kernels: the result does not depend on the caller's MXCSR.
 class int_env {
  public:
-  explicit int_env(const int_kernels& k) noexcept
-#if LOWBIT_HAS_AVX2_KERNELS
-      : scope_(int_fused(k))
-#endif
-  {
-    (void)k;
-  }
+  explicit int_env(const int_kernels&) noexcept {}
 
  private:
-#if LOWBIT_HAS_AVX2_KERNELS
   ieee_scope scope_;
-#endif
 };
 
 // Groups [first, last) of a symmetric minmax quantization; returns the first group left to the

@@ -481,7 +481,7 @@ inline void store_values(bfloat16* y, const float* v, std::size_t n) noexcept {
                                          std::uint8_t* codes, float* scales, float* zeros,
                                          const std::uint32_t* random_bits = nullptr,
                                          const int_kernels& k = active_int_kernels()) noexcept {
-  const kernels::int_env env(k);  // MXCSR-independent with a SIMD table
+  const kernels::int_env env(k);  // MXCSR-independent, whichever table
   const result<int_grouping> g = int_groups(p, rows, cols);
   if (!g.ok()) return g.status;
   if (x == nullptr || codes == nullptr || scales == nullptr || (has_zero_points(p) && zeros == nullptr))
@@ -515,7 +515,7 @@ inline void store_values(bfloat16* y, const float* v, std::size_t n) noexcept {
                                                 const int_params& p, std::uint8_t* packed, float* scales,
                                                 float* zeros, const std::uint32_t* random_bits = nullptr,
                                                 const int_kernels& k = active_int_kernels()) noexcept {
-  const kernels::int_env env(k);  // MXCSR-independent with a SIMD table
+  const kernels::int_env env(k);  // MXCSR-independent, whichever table
   const result<int_grouping> g = int_groups(p, rows, cols);
   if (!g.ok()) return g.status;
   if (x == nullptr || packed == nullptr || scales == nullptr || (has_zero_points(p) && zeros == nullptr))
@@ -557,7 +557,7 @@ inline void store_values(bfloat16* y, const float* v, std::size_t n) noexcept {
                                                const int_params& p, const float* scales, const float* zeros,
                                                std::uint8_t* codes, const std::uint32_t* random_bits = nullptr,
                                                const int_kernels& k = active_int_kernels()) noexcept {
-  const kernels::int_env env(k);  // MXCSR-independent with a SIMD table
+  const kernels::int_env env(k);  // MXCSR-independent, whichever table
   const result<int_grouping> g = int_groups(p, rows, cols);
   if (!g.ok()) return g.status;
   if (x == nullptr || codes == nullptr || scales == nullptr || (has_zero_points(p) && zeros == nullptr))
@@ -580,7 +580,7 @@ inline void store_values(bfloat16* y, const float* v, std::size_t n) noexcept {
 [[nodiscard]] inline status dequantize_int(const std::uint8_t* codes, std::size_t rows, std::size_t cols,
                                            const int_params& p, const float* scales, const float* zeros, float* y,
                                            const int_kernels& k = active_int_kernels()) noexcept {
-  const kernels::int_env env(k);  // MXCSR-independent with a SIMD table
+  const kernels::int_env env(k);  // MXCSR-independent, whichever table
   const result<int_grouping> g = int_groups(p, rows, cols);
   if (!g.ok()) return g.status;
   if (codes == nullptr || y == nullptr || scales == nullptr || (has_zero_points(p) && zeros == nullptr))
@@ -604,7 +604,7 @@ template <class T>
 inline status dequantize_int_packed(const std::uint8_t* packed, std::size_t rows, std::size_t cols,
                                     const int_params& p, const float* scales, const float* zeros, T* y,
                                     const int_kernels& k) noexcept {
-  const kernels::int_env env(k);  // MXCSR-independent with a SIMD table
+  const kernels::int_env env(k);  // MXCSR-independent, whichever table
   const result<int_grouping> g = int_groups(p, rows, cols);
   if (!g.ok()) return g.status;
   if (packed == nullptr || y == nullptr || scales == nullptr || (has_zero_points(p) && zeros == nullptr))

@@ -28,6 +28,7 @@
 #include "../core/packing.hpp"
 #include "../core/status.hpp"
 #include "../formats/types.hpp"
+#include "../kernels/fp_env.hpp"
 #include "../kernels/integer_dispatch.hpp"
 
 namespace lowbit {
@@ -351,6 +352,7 @@ inline float ggml_scale_value(std::uint16_t bits) noexcept { return static_cast<
 // conversion. n must be a multiple of 32.
 [[nodiscard]] inline status ggml_quantize_q4_0(const float* x, std::size_t n, ggml_block_q4_0* y) noexcept {
   if (status s = detail::check_ggml_args(x, y, n); !s) return s;
+  const kernels::ieee_scope env;  // same bytes whatever the caller's MXCSR
   if (errc e = errc::ok; kernels::try_ggml_quantize_q4_0(x, n / ggml_block_size, y, &e)) return e;
   for (std::size_t b = 0; b < n / ggml_block_size; ++b) {
     const float* xb = x + b * ggml_block_size;
@@ -384,6 +386,7 @@ inline float ggml_scale_value(std::uint16_t bits) noexcept { return static_cast<
 // dequantize_row_q4_0: y[j] = (code(j) - 8) * d.
 [[nodiscard]] inline status ggml_dequantize_q4_0(const ggml_block_q4_0* x, std::size_t n, float* y) noexcept {
   if (status s = detail::check_ggml_args(x, y, n); !s) return s;
+  const kernels::ieee_scope env;  // same bytes whatever the caller's MXCSR
   if (kernels::try_ggml_dequantize_q4_0(x, n / ggml_block_size, y)) return status{};
   for (std::size_t b = 0; b < n / ggml_block_size; ++b) {
     const float d = detail::ggml_scale_value(x[b].d);
@@ -401,6 +404,7 @@ inline float ggml_scale_value(std::uint16_t bits) noexcept { return static_cast<
 // as ggml_quantize_q4_0 (q is clamped to -127..127 where ggml's conversion would be undefined).
 [[nodiscard]] inline status ggml_quantize_q8_0(const float* x, std::size_t n, ggml_block_q8_0* y) noexcept {
   if (status s = detail::check_ggml_args(x, y, n); !s) return s;
+  const kernels::ieee_scope env;  // same bytes whatever the caller's MXCSR
   if (errc e = errc::ok; kernels::try_ggml_quantize_q8_0(x, n / ggml_block_size, y, &e)) return e;
   for (std::size_t b = 0; b < n / ggml_block_size; ++b) {
     const float* xb = x + b * ggml_block_size;
@@ -425,6 +429,7 @@ inline float ggml_scale_value(std::uint16_t bits) noexcept { return static_cast<
 // dequantize_row_q8_0: y[j] = q[j] * d.
 [[nodiscard]] inline status ggml_dequantize_q8_0(const ggml_block_q8_0* x, std::size_t n, float* y) noexcept {
   if (status s = detail::check_ggml_args(x, y, n); !s) return s;
+  const kernels::ieee_scope env;  // same bytes whatever the caller's MXCSR
   if (kernels::try_ggml_dequantize_q8_0(x, n / ggml_block_size, y)) return status{};
   for (std::size_t b = 0; b < n / ggml_block_size; ++b) {
     const float d = detail::ggml_scale_value(x[b].d);

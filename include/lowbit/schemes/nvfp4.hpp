@@ -21,8 +21,10 @@
 //   multiplier (compressed-tensors) target = (block_amax / 6) * g     D = scale_b / g
 //   both                            q_i = E2M1(x_i / D)               x_i ~= q_i * D
 //
-// Being float32 arithmetic, these depend on FTZ/DAZ where an intermediate is a float subnormal
-// (subnormal inputs, or tensor scales far below 2^-100); MX does not.
+// Being float32 arithmetic, these would depend on FTZ/DAZ where an intermediate is a float
+// subnormal (subnormal inputs, or tensor scales far below 2^-100), so the bulk functions run in
+// the IEEE default environment (kernels/fp_env.hpp) whatever the caller's MXCSR; the per-block
+// functions, called directly, follow the caller's environment. MX is integer-only and needs none.
 //
 // Special cases:
 //  - A block holding NaN or Inf gets the E4M3 NaN scale 0x7F and element codes 0; it decodes to
@@ -53,6 +55,7 @@
 #include "../core/rounding.hpp"
 #include "../core/status.hpp"
 #include "../formats/types.hpp"
+#include "../kernels/fp_env.hpp"
 #include "mx.hpp"
 
 namespace lowbit {
@@ -272,9 +275,12 @@ inline status nvfp4_quantize_impl(const Src* src, std::size_t n, std::size_t row
       o.scale_rounding == rounding::stochastic)
     return errc::bad_argument;
   if (n % nvfp4_block_size != 0 || row_length % nvfp4_block_size != 0) return errc::bad_block_size;
+  // Both paths run in the IEEE default environment, so the bytes do not depend on the caller's
+  // MXCSR (FTZ/DAZ would otherwise flush subnormal effective scales).
+  const kernels::ieee_scope env;
 #if LOWBIT_HAS_AVX2_KERNELS
   // The AVX2 kernel (kernels/avx2_block.hpp) performs the same float32 operations and writes the
-  // same bytes as the loop below, in any MXCSR state.
+  // same bytes as the loop below.
   if (use_avx2()) {
     const bool nan_block = kernels::block::avx2::nvfp4_quantize(src, n, elements, scales, nvfp4_kernel_options_of(t, o));
     return nan_block && o.non_finite_is_error ? status{errc::non_finite_input} : status{errc::ok};
@@ -296,6 +302,7 @@ inline status nvfp4_dequantize_impl(const std::uint8_t* elements, const std::uin
   if (n != 0 && (elements == nullptr || scales == nullptr || dst == nullptr)) return errc::bad_argument;
   if (!nvfp4_valid_tensor_scale(t)) return errc::bad_argument;
   if (n % nvfp4_block_size != 0 || row_length % nvfp4_block_size != 0) return errc::bad_block_size;
+  const kernels::ieee_scope env;  // see nvfp4_quantize_impl
 #if LOWBIT_HAS_AVX2_KERNELS
   if (use_avx2()) {
     kernels::block::avx2::nvfp4_dequantize(elements, scales, n, dst, nvfp4_kernel_options_of(t, nvfp4_options{}));
