@@ -56,14 +56,17 @@ def main():
         kernels[(kernel, n)][isa] = v
     print("| kernel | elements | scalar G elem/s | AVX2 G elem/s | AVX2 GB/s | AVX2 / scalar | AVX2 / trivial loop |")
     print("|---|---:|---:|---:|---:|---:|---:|")
-    order = list(dict.fromkeys(name for name, _ in kernels))  # registration order
+    def is_decode(kernel):
+        return kernel.endswith("->f32") or kernel.split("->")[0] not in ("f32", "f16", "bf16")
+
+    # Encodings first, then decodings; within each, by source then destination.
+    order = sorted(dict.fromkeys(name for name, _ in kernels), key=lambda k: (is_decode(k), k.split("->")[0] != "f32", k))
     for n in sizes:
         for kernel in order:
             r = kernels.get((kernel, n))
             if not r or "avx2" not in r:
                 continue
-            source = kernel.split("->")[0]
-            decode = kernel.endswith("->f32") or source not in ("f32", "f16", "bf16")
+            decode = is_decode(kernel)
             base = m.get("baseline/%s/%d" % ("i8_to_f32" if decode else "f32_to_i8", n), (0, 0))[0]
             avx2, scalar = r["avx2"], r.get("scalar", (0, 0))
             print("| %s | %d | %.3f | %.2f | %.1f | %s | %s %s |" % (
