@@ -34,7 +34,8 @@ namespace lowbit {
 
 // Rounds n values of src (float, double, or any lowbit type) into dst under policy p.
 // With rounding::stochastic, random_bits must hold n values (one per element); when it is null,
-// every element gets 0, which is round toward zero.
+// every element gets r = 0: the magnitude is truncated, as toward_zero does, except that a value
+// at or beyond max + ulp still overflows (to Inf or NaN under overflow::non_saturate).
 template <class From, class T, std::enable_if_t<is_minifloat<T>::value && detail::is_encode_source<From>::value, int> = 0>
 void convert(const From* src, T* dst, std::size_t n, const policy& p,
              const std::uint32_t* random_bits = nullptr) noexcept {
