@@ -469,6 +469,34 @@ inline void store_values(bfloat16* y, const float* v, std::size_t n) noexcept {
   for (std::size_t i = 0; i < n; ++i) y[i] = encode<bfloat16>(v[i]);
 }
 
+// The group loop of quantize_int and quantize_int_packed: the fused SIMD job (when given) takes
+// the groups it can, the per-group codec the rest; write_codes(i, x_i, random_i, codec) stores
+// group i's codes, then the scale and zero-point are stored here.
+template <class WriteCodes>
+inline status quantize_groups(const float* x, const int_params& p, const int_grouping& g,
+                              const std::uint32_t* random_bits, const int_kernels& k,
+                              kernels::int_symmetric_job* job, float* scales, float* zeros,
+                              WriteCodes write_codes) noexcept {
+  const std::size_t len = g.group_length;
+  const std::uint32_t* rb = p.rm == rounding::stochastic ? random_bits : nullptr;
+  if (job != nullptr) {
+    job->x = x;
+    job->random_bits = rb;
+    job->scales = scales;
+  }
+  for (std::size_t i = 0; i < g.group_count; ++i) {
+    if (job != nullptr && (i = kernels::quantize_symmetric(*job, i, g.group_count)) == g.group_count) break;
+    const float* xg = x + i * len;
+    const std::uint32_t* rg = rb != nullptr ? rb + i * len : nullptr;
+    const result<int_group_codec> c = group_codec(xg, len, p, rg, k);
+    if (!c.ok()) return c.status;
+    write_codes(i, xg, rg, c.value);
+    scales[i] = c.value.scale;
+    if (zeros != nullptr && has_zero_points(p))
+      zeros[i] = c.value.has_offset ? c.value.offset : static_cast<float>(c.value.zero_point);
+  }
+  return status{};
+}
 }  // namespace detail
 
 // Quantizes x: codes gets rows*cols codes (one per byte, row-major), scales and zeros one value
@@ -487,25 +515,13 @@ inline void store_values(bfloat16* y, const float* v, std::size_t n) noexcept {
   if (x == nullptr || codes == nullptr || scales == nullptr || (has_zero_points(p) && zeros == nullptr))
     return errc::bad_argument;
   const std::size_t len = g.value.group_length;
-  const std::uint32_t* rb = p.rm == rounding::stochastic ? random_bits : nullptr;
   kernels::int_symmetric_job job;
   const bool fused = detail::symmetric_job(p, k, len, &job);
-  job.x = x;
-  job.random_bits = rb;
   job.codes = codes;
-  job.scales = scales;
-  for (std::size_t i = 0; i < g.value.group_count; ++i) {
-    if (fused && (i = kernels::quantize_symmetric(job, i, g.value.group_count)) == g.value.group_count) break;
-    const float* xg = x + i * len;
-    const std::uint32_t* rg = rb != nullptr ? rb + i * len : nullptr;
-    const result<int_group_codec> c = detail::group_codec(xg, len, p, rg, k);
-    if (!c.ok()) return c.status;
-    k.quantize(xg, len, c.value, rg, codes + i * len);
-    scales[i] = c.value.scale;
-    if (zeros != nullptr && has_zero_points(p))
-      zeros[i] = c.value.has_offset ? c.value.offset : static_cast<float>(c.value.zero_point);
-  }
-  return status{};
+  return detail::quantize_groups(x, p, g.value, random_bits, k, fused ? &job : nullptr, scales, zeros,
+                                 [&](std::size_t i, const float* xg, const std::uint32_t* rg, const int_group_codec& c) {
+                                   k.quantize(xg, len, c, rg, codes + i * len);
+                                 });
 }
 
 // quantize_int followed by pack_codes, in one pass and without the one-code-per-byte buffer:
@@ -521,33 +537,22 @@ inline void store_values(bfloat16* y, const float* v, std::size_t n) noexcept {
   if (x == nullptr || packed == nullptr || scales == nullptr || (has_zero_points(p) && zeros == nullptr))
     return errc::bad_argument;
   const std::size_t len = g.value.group_length;
-  const std::uint32_t* rb = p.rm == rounding::stochastic ? random_bits : nullptr;
   packed[packed_bytes(rows * cols, p.bits) - 1] = 0;  // its unused high bits stay zero
   kernels::int_symmetric_job job;
   const bool fused = (p.bits == 8 || (p.bits == 4 && len % 2 == 0)) && detail::symmetric_job(p, k, len, &job);
-  job.x = x;
-  job.random_bits = rb;
   job.codes = packed;
   job.pack_nibbles = p.bits == 4;
-  job.scales = scales;
-  constexpr std::size_t chunk = 256;
-  std::uint8_t buffer[chunk];
-  for (std::size_t i = 0; i < g.value.group_count; ++i) {
-    if (fused && (i = kernels::quantize_symmetric(job, i, g.value.group_count)) == g.value.group_count) break;
-    const float* xg = x + i * len;
-    const std::uint32_t* rg = rb != nullptr ? rb + i * len : nullptr;
-    const result<int_group_codec> c = detail::group_codec(xg, len, p, rg, k);
-    if (!c.ok()) return c.status;
-    for (std::size_t done = 0; done < len; done += chunk) {
-      const std::size_t m = len - done < chunk ? len - done : chunk;
-      k.quantize(xg + done, m, c.value, rg != nullptr ? rg + done : nullptr, buffer);
-      detail::put_codes(buffer, m, p.bits, packed, i * len + done);
-    }
-    scales[i] = c.value.scale;
-    if (zeros != nullptr && has_zero_points(p))
-      zeros[i] = c.value.has_offset ? c.value.offset : static_cast<float>(c.value.zero_point);
-  }
-  return status{};
+  return detail::quantize_groups(
+      x, p, g.value, random_bits, k, fused ? &job : nullptr, scales, zeros,
+      [&](std::size_t i, const float* xg, const std::uint32_t* rg, const int_group_codec& c) {
+        constexpr std::size_t chunk = 256;
+        std::uint8_t buffer[chunk];
+        for (std::size_t done = 0; done < len; done += chunk) {
+          const std::size_t m = len - done < chunk ? len - done : chunk;
+          k.quantize(xg + done, m, c, rg != nullptr ? rg + done : nullptr, buffer);
+          detail::put_codes(buffer, m, p.bits, packed, i * len + done);
+        }
+      });
 }
 
 // Quantizes x against given scales and zero-points (for example a checkpoint's, or ones a GPTQ
