@@ -164,6 +164,8 @@ struct mx_minifloat_element {
   static constexpr int emax = T::format::max_exponent;
   static constexpr int mantissa_bits = T::format::mantissa_bits;
   static constexpr unsigned negative_zero_code = T::format::sign_mask;
+  // The element's largest finite value (448 for E4M3, 6 for E2M1), read from the format's spec.
+  static constexpr float element_max = static_cast<float>(T::from_bits(T::format::max_bits));
 
   static LOWBIT_CONSTEXPR_BITCAST std::uint8_t encode_element(double scaled, const policy& p) noexcept {
     return static_cast<std::uint8_t>(encode<T>(scaled, p).bits());
@@ -185,27 +187,22 @@ struct mx_minifloat_element {
 
 struct mxfp8_e4m3 : detail::mx_minifloat_element<float8_e4m3fn> {
   static constexpr mx_format id = mx_format::mxfp8_e4m3;
-  static constexpr float element_max = 448.0f;  // 1.75 * 2^8
   static constexpr const char* name = "mxfp8_e4m3";
 };
 struct mxfp8_e5m2 : detail::mx_minifloat_element<float8_e5m2> {
   static constexpr mx_format id = mx_format::mxfp8_e5m2;
-  static constexpr float element_max = 57344.0f;  // 1.75 * 2^15
   static constexpr const char* name = "mxfp8_e5m2";
 };
 struct mxfp6_e2m3 : detail::mx_minifloat_element<float6_e2m3fn> {
   static constexpr mx_format id = mx_format::mxfp6_e2m3;
-  static constexpr float element_max = 7.5f;  // 1.875 * 2^2
   static constexpr const char* name = "mxfp6_e2m3";
 };
 struct mxfp6_e3m2 : detail::mx_minifloat_element<float6_e3m2fn> {
   static constexpr mx_format id = mx_format::mxfp6_e3m2;
-  static constexpr float element_max = 28.0f;  // 1.75 * 2^4
   static constexpr const char* name = "mxfp6_e3m2";
 };
 struct mxfp4_e2m1 : detail::mx_minifloat_element<float4_e2m1fn> {
   static constexpr mx_format id = mx_format::mxfp4_e2m1;
-  static constexpr float element_max = 6.0f;  // 1.5 * 2^2
   static constexpr const char* name = "mxfp4_e2m1";
 };
 using mxfp4 = mxfp4_e2m1;
