@@ -4,6 +4,8 @@
 //   int_table()            an int_kernels table: range, quantize, dequantize, error
 //   quantize_symmetric()   whole groups of a symmetric minmax scheme in one pass per group:
 //                          absmax, scale, codes, optionally packed into nibbles
+//   quantize_affine()      the same for the affine minmax schemes: min and max, scale,
+//                          zero-point or offset, codes
 //   dequantize_groups()    codes (one per byte, or nibbles) of consecutive groups to float32 or
 //                          bfloat16, scales and zero-points validated on the way
 //   ggml_*()               Q4_0 / Q8_0 blocks
@@ -65,6 +67,28 @@ struct int_symmetric_job {
   std::uint8_t* codes = nullptr;  // one per byte, or (pack_nibbles) two per byte as pack_codes(4)
   bool pack_nibbles = false;      // needs code_max <= 15 and an even group_length
   float* scales = nullptr;        // one per group
+};
+
+// One call of quantize_affine: groups of group_length consecutive values of x, affine minmax
+// scheme (schemes/integer.hpp's make_int_codec and int_ref::quantize): [lo, hi] the group's range,
+// widened to contain 0 for an integer zero-point when widen_to_zero or lo == hi;
+// scale = stored((hi - lo) / code_max), computed in double; then an integer zero-point
+// z = clamp(round_even(-lo / scale), 0, code_max) and codes u = clamp(round(x / scale) + z, 0,
+// code_max), or (offset) a float offset m = stored(lo) and u = clamp(round((x - m) / scale), 0,
+// code_max). A scale of 0 gives every code 0.
+struct int_affine_job {
+  const float* x = nullptr;
+  std::size_t group_length = 0;
+  bool offset = false;          // affine_offset (KIVI): a float offset instead of a zero-point
+  bool widen_to_zero = true;    // integer zero-point: range_includes_zero
+  int code_max = 255;           // 2^b - 1
+  int_scale_format scale_format = int_scale_format::float32;
+  rounding rm = rounding::nearest_even;
+  const std::uint32_t* random_bits = nullptr;  // stochastic: one per element of x, else null
+  std::uint8_t* codes = nullptr;  // one per byte, or (pack_nibbles) two per byte as pack_codes(4)
+  bool pack_nibbles = false;      // needs code_max <= 15 and an even group_length
+  float* scales = nullptr;        // one per group
+  float* zeros = nullptr;         // one per group: the zero-point as a float, or the offset
 };
 
 // One call of dequantize_groups: y = the values of the codes of consecutive groups, validating
@@ -561,16 +585,37 @@ LOWBIT_TARGET_AVX2 inline void roundtrip(const float* x, std::size_t n, const in
 // ------------------------------------------------------------------------------------------------
 // Batches of 8 groups: one lane per group
 
-// Lane k of the result = the largest lane of v[k] (an 8x8 transpose folded into the maxima).
-LOWBIT_AVX2_INLINE __m256i reduce8_max_epi32(const __m256i v[8]) {
-  const __m256i a = _mm256_max_epi32(_mm256_unpacklo_epi32(v[0], v[1]), _mm256_unpackhi_epi32(v[0], v[1]));
-  const __m256i b = _mm256_max_epi32(_mm256_unpacklo_epi32(v[2], v[3]), _mm256_unpackhi_epi32(v[2], v[3]));
-  const __m256i c = _mm256_max_epi32(_mm256_unpacklo_epi32(v[4], v[5]), _mm256_unpackhi_epi32(v[4], v[5]));
-  const __m256i d = _mm256_max_epi32(_mm256_unpacklo_epi32(v[6], v[7]), _mm256_unpackhi_epi32(v[6], v[7]));
-  const __m256i ab = _mm256_max_epi32(_mm256_unpacklo_epi64(a, b), _mm256_unpackhi_epi64(a, b));
-  const __m256i cd = _mm256_max_epi32(_mm256_unpacklo_epi64(c, d), _mm256_unpackhi_epi64(c, d));
-  return _mm256_max_epi32(_mm256_permute2x128_si256(ab, cd, 0x20), _mm256_permute2x128_si256(ab, cd, 0x31));
+// Lane-wise operations for reduce8.
+struct max_epi32_op {
+  LOWBIT_AVX2_INLINE __m256i operator()(__m256i a, __m256i b) const { return _mm256_max_epi32(a, b); }
+};
+struct min_ps_op {
+  LOWBIT_AVX2_INLINE __m256i operator()(__m256i a, __m256i b) const {
+    return _mm256_castps_si256(_mm256_min_ps(_mm256_castsi256_ps(a), _mm256_castsi256_ps(b)));
+  }
+};
+struct max_ps_op {
+  LOWBIT_AVX2_INLINE __m256i operator()(__m256i a, __m256i b) const {
+    return _mm256_castps_si256(_mm256_max_ps(_mm256_castsi256_ps(a), _mm256_castsi256_ps(b)));
+  }
+};
+struct or_op {
+  LOWBIT_AVX2_INLINE __m256i operator()(__m256i a, __m256i b) const { return _mm256_or_si256(a, b); }
+};
+
+// Lane k of the result = op folded over the lanes of v[k] (an 8x8 transpose folded into op, which
+// must be commutative and associative on the values at hand).
+template <class Op>
+LOWBIT_AVX2_INLINE __m256i reduce8(const __m256i v[8], Op op) {
+  const __m256i a = op(_mm256_unpacklo_epi32(v[0], v[1]), _mm256_unpackhi_epi32(v[0], v[1]));
+  const __m256i b = op(_mm256_unpacklo_epi32(v[2], v[3]), _mm256_unpackhi_epi32(v[2], v[3]));
+  const __m256i c = op(_mm256_unpacklo_epi32(v[4], v[5]), _mm256_unpackhi_epi32(v[4], v[5]));
+  const __m256i d = op(_mm256_unpacklo_epi32(v[6], v[7]), _mm256_unpackhi_epi32(v[6], v[7]));
+  const __m256i ab = op(_mm256_unpacklo_epi64(a, b), _mm256_unpackhi_epi64(a, b));
+  const __m256i cd = op(_mm256_unpacklo_epi64(c, d), _mm256_unpackhi_epi64(c, d));
+  return op(_mm256_permute2x128_si256(ab, cd, 0x20), _mm256_permute2x128_si256(ab, cd, 0x31));
 }
+LOWBIT_AVX2_INLINE __m256i reduce8_max_epi32(const __m256i v[8]) { return reduce8(v, max_epi32_op{}); }
 
 // Lane-wise largest |x| of a group of n >= 1 values (as bits; NaN and Inf compare above every
 // finite value). Masked loads for the last partial vector.
@@ -624,8 +669,9 @@ LOWBIT_AVX2_INLINE __m256i round_bf16_high(__m256 v) {
 // with its broadcast scale and reciprocal. A group with NaN or Inf, a largest magnitude in
 // (0, 2^-100), or a scale its format cannot hold ends the call, the groups before it done.
 
-LOWBIT_AVX2_INLINE __m256i scales_for(__m256 a, __m256 divisor, int_scale_format fmt, __m256& s) {
-  const __m256 q = _mm256_div_ps(a, divisor);
+// s = q (finite, >= 0 or -0) rounded to nearest even in fmt; returns the lanes it overflows
+// (the reference's bad_argument).
+LOWBIT_AVX2_INLINE __m256i to_scale_format(__m256 q, int_scale_format fmt, __m256& s) {
   s = q;
   switch (fmt) {
     case int_scale_format::float32: break;
@@ -643,6 +689,10 @@ LOWBIT_AVX2_INLINE __m256i scales_for(__m256 a, __m256 divisor, int_scale_format
     }
   }
   return _mm256_setzero_si256();
+}
+
+LOWBIT_AVX2_INLINE __m256i scales_for(__m256 a, __m256 divisor, int_scale_format fmt, __m256& s) {
+  return to_scale_format(_mm256_div_ps(a, divisor), fmt, s);
 }
 
 // The hot case: one group of 32k values, a nearest mode, |x / s| < 512 by construction (x within
@@ -697,27 +747,35 @@ LOWBIT_TARGET_AVX2 LOWBIT_INT_NOINLINE void sym_chunk_exact_store(const float* x
   }
 }
 
-// Codes of one group of 32k values (r: the broadcast 1/s; scales/lane: s, for the exact path).
-// The grid: y = x * r is rounded to multiples of 2^-13 by adding 1536 (the sum has that ulp), so
-// the float's low bits hold v = round(y * 2^13), and code = (v + 0x1000 + 1) >> 13 + zero-point,
-// unless v is within one step of a half-integer (v mod 2^13 in {0xFFF, 0x1000, 0x1001}): then the
-// chunk is redone by division. Other values lie at least 3 * 2^-14 from every half-integer,
-// against an error of at most 3 * 2^-24 * 128.5 < 2.3e-5 in y (a contracted x * r + 1536 is
-// nearer still), so they round as RN(x / s) does. The caller guarantees |x / s| <= D (1 + 2^-8)
-// (s a normal number of its format), so codes lie in code_min .. code_max + 1 and only the top
-// needs a clamp (the full range's +D + 1/2, which rounds up); packus saturates 256 to 255.
-template <bool Nibbles>
-LOWBIT_AVX2_INLINE void sym_group_grid(const float* x, std::size_t chunks, __m256 r, __m256 scales, __m256i lane,
-                                       const qctx& qc, const grid_consts& k, std::uint8_t* out) {
+// The codes of groups of 32k values by the grid, shared by the symmetric and affine paths.
+// r: the broadcast 1/s; m: the broadcast offset subtracted first (Offset; the reference's x - m);
+// k.bias carries the group's zero-point. y = (x [- m]) * r is rounded to multiples of 2^-13 by
+// adding 1536 (the sum has that ulp), so the float's low bits hold v = round(y * 2^13), and
+// code = (v + 0x1000 + 1) >> 13 + zero-point, unless v is within one step of a half-integer
+// (v mod 2^13 in {0xFFF, 0x1000, 0x1001}): then exact(xc, out) redoes the 32-value chunk by
+// division. Other values lie at least 3 * 2^-14 from every half-integer, against an error of at
+// most 3 * 2^-24 * 400 < 7.2e-5 in y for |y| < 400 (a contracted x * r + 1536 is nearer still),
+// so they round as RN(x / s) does. The caller guarantees |y| < 400, so the sum stays in
+// [1024, 2048) and code + zero-point in -400 .. 655; packus saturates below 0 and min_epu8 clamps
+// the top at code_max (the only clamps either scheme needs: code_min is 0, or a symmetric
+// restricted code that |x / s| <= D (1 + 2^-8) cannot take below 1).
+template <bool Nibbles, bool Offset, class Exact>
+LOWBIT_AVX2_INLINE void group_grid(const float* x, std::size_t chunks, __m256 r, __m256 m, const grid_consts& k,
+                                   const Exact& exact, std::uint8_t* out) {
   for (std::size_t c = 0; c < chunks; ++c) {
     const float* xc = x + 32 * c;
     __m256i near = _mm256_set1_epi32(0x7FFFFFFF);
-    const __m256i q0 = grid_round(_mm256_loadu_ps(xc), r, k, near);
-    const __m256i q1 = grid_round(_mm256_loadu_ps(xc + 8), r, k, near);
-    const __m256i q2 = grid_round(_mm256_loadu_ps(xc + 16), r, k, near);
-    const __m256i q3 = grid_round(_mm256_loadu_ps(xc + 24), r, k, near);
+    __m256 v[4];
+    for (int i = 0; i < 4; ++i) {
+      v[i] = _mm256_loadu_ps(xc + 8 * i);
+      if (Offset) v[i] = _mm256_sub_ps(v[i], m);
+    }
+    const __m256i q0 = grid_round(v[0], r, k, near);
+    const __m256i q1 = grid_round(v[1], r, k, near);
+    const __m256i q2 = grid_round(v[2], r, k, near);
+    const __m256i q3 = grid_round(v[3], r, k, near);
     if (!_mm256_testz_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(3), near), _mm256_set1_epi32(-1))) {
-      sym_chunk_exact_store<Nibbles>(xc, qc, scales, lane, out + (Nibbles ? 16 : 32) * c);
+      exact(xc, out + (Nibbles ? 16 : 32) * c);
       continue;
     }
     const __m256i codes = _mm256_min_epu8(pack_codes32(q0, q1, q2, q3), k.cmax8);
@@ -727,6 +785,25 @@ LOWBIT_AVX2_INLINE void sym_group_grid(const float* x, std::size_t chunks, __m25
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 32 * c), codes);
     }
   }
+}
+
+template <bool Nibbles>
+struct sym_exact {
+  const qctx& qc;
+  __m256 scales;
+  __m256i lane;
+  LOWBIT_AVX2_INLINE void operator()(const float* xc, std::uint8_t* out) const {
+    sym_chunk_exact_store<Nibbles>(xc, qc, scales, lane, out);
+  }
+};
+
+// Codes of one symmetric group of 32k values (r: the broadcast 1/s; scales/lane: s, for the
+// exact path). The caller guarantees |x / s| <= D (1 + 2^-8) (s a normal number of its format),
+// so codes lie in code_min .. code_max + 1 (the full range's +D + 1/2 rounds up to it).
+template <bool Nibbles>
+LOWBIT_AVX2_INLINE void sym_group_grid(const float* x, std::size_t chunks, __m256 r, __m256 scales, __m256i lane,
+                                       const qctx& qc, const grid_consts& k, std::uint8_t* out) {
+  group_grid<Nibbles, false>(x, chunks, r, r, k, sym_exact<Nibbles>{qc, scales, lane}, out);
 }
 
 // Two groups of 32 into nibbles, 32 bytes at once (the hot case of GPTQ-style INT4 g32): the
@@ -894,6 +971,276 @@ LOWBIT_TARGET_AVX2 inline std::size_t quantize_symmetric_impl(const int_symmetri
         sym_group_grid<Nibbles>(j.x + g * len, len / 32, _mm256_permutevar8x32_ps(b.r, lane), b.s, lane, q, gk, out);
       } else {
         symmetric_group<Nibbles>(j, g, sv[k], rv[k], out);
+      }
+    }
+    if (b.stop != 0) return g0 + done;
+  }
+  return last;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Fused affine quantization (integer zero-point, or float offset)
+//
+// Per batch of 8 groups: each group's lane-wise min and max (float min and max, exact in the IEEE
+// scope; the sign of a zero bound changes nothing below), beside a sum of x * 0 that turns NaN
+// and Inf into NaN, folded into one lane per group. Then make_int_codec's parameters for all 8
+// at once, computed as it computes them:
+//   scale = stored((dhi - dlo) / code_max), [dlo, dhi] the range widened to contain 0 where the
+//     scheme says so: the subtraction and the division in double (4 lanes a vector), rounded to
+//     float32 directly, or for fp16 / bfloat16 first to a float rounded to odd (truncated, the
+//     last bit set when inexact), which then rounds to nearest even in the 2-byte format as the
+//     double itself would: a float carries at least 2 bits more than either format (Boldo and
+//     Melquiond, "When double rounding is odd", 2005); never a double rounding through a float
+//     rounded to nearest.
+//   zero-point = clamp(round_even(float(-dlo) / scale), 0, code_max), 0 when the scale is 0; or
+//   offset = stored(lo), one rounding of a float; neither ever -0.
+// Then each group's codes: by the grid (group_grid) in a nearest mode when the group length is a
+// multiple of 32, 1/s is normal and every (x - m) * (1/s) of the group stays within +-400, which
+// the group's lo and hi tell (the rounded subtraction and product are monotone in x); otherwise by
+// quantize_run, the table's kernel (reciprocal with exact redo in the nearest modes, division in
+// the others). A group with NaN or Inf, or whose scale or offset its format cannot hold, ends
+// the call, the groups before it done.
+
+// Lane-wise min and max of a group of n >= 1 values, and nf: NaN in a lane that met NaN or Inf.
+// A short group repeats its first value; a partial last vector is loaded again overlapping the one
+// before it (min and max do not mind).
+LOWBIT_AVX2_INLINE void lane_range(const float* x, std::size_t n, __m256& mn, __m256& mx, __m256& nf) {
+  const __m256 zero = _mm256_setzero_ps();
+  if (n < 8) {
+    const __m256i m = lane_mask(n);
+    mn = mx = _mm256_blendv_ps(_mm256_set1_ps(x[0]), _mm256_maskload_ps(x, m), _mm256_castsi256_ps(m));
+    nf = _mm256_mul_ps(mn, zero);
+    return;
+  }
+  __m256 mn0 = _mm256_loadu_ps(x), mx0 = mn0, nf0 = _mm256_mul_ps(mn0, zero);
+  __m256 mn1 = n >= 16 ? _mm256_loadu_ps(x + 8) : mn0, mx1 = mn1, nf1 = _mm256_mul_ps(mn1, zero);
+  std::size_t i = n >= 16 ? 16 : 8;
+  for (; i + 16 <= n; i += 16) {
+    const __m256 a = _mm256_loadu_ps(x + i);
+    const __m256 b = _mm256_loadu_ps(x + i + 8);
+    mn0 = _mm256_min_ps(mn0, a);
+    mx0 = _mm256_max_ps(mx0, a);
+    nf0 = _mm256_fmadd_ps(a, zero, nf0);
+    mn1 = _mm256_min_ps(mn1, b);
+    mx1 = _mm256_max_ps(mx1, b);
+    nf1 = _mm256_fmadd_ps(b, zero, nf1);
+  }
+  if (i + 8 <= n) {
+    const __m256 a = _mm256_loadu_ps(x + i);
+    mn0 = _mm256_min_ps(mn0, a);
+    mx0 = _mm256_max_ps(mx0, a);
+    nf0 = _mm256_fmadd_ps(a, zero, nf0);
+    i += 8;
+  }
+  if (i < n) {
+    const __m256 b = _mm256_loadu_ps(x + n - 8);
+    mn1 = _mm256_min_ps(mn1, b);
+    mx1 = _mm256_max_ps(mx1, b);
+    nf1 = _mm256_fmadd_ps(b, zero, nf1);
+  }
+  mn = _mm256_min_ps(mn0, mn1);
+  mx = _mm256_max_ps(mx0, mx1);
+  nf = _mm256_add_ps(nf0, nf1);
+}
+
+// The low 32 bits of each 64-bit lane of a compare mask, as four 32-bit lanes.
+LOWBIT_AVX2_INLINE __m128i mask_pd_to_ps(__m256d m) {
+  return _mm256_castsi256_si128(
+      _mm256_permutevar8x32_epi32(_mm256_castpd_si256(m), _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6)));
+}
+
+// (hi - lo) / qmax in double, then to a float: nearest even (odd false), or to odd (see above).
+LOWBIT_AVX2_INLINE __m128 range_quotient4(__m128 lo, __m128 hi, __m256d qmax, bool odd) {
+  const __m256d d = _mm256_div_pd(_mm256_sub_pd(_mm256_cvtps_pd(hi), _mm256_cvtps_pd(lo)), qmax);
+  const __m128 f = _mm256_cvtpd_ps(d);
+  if (!odd) return f;
+  const __m256d back = _mm256_cvtps_pd(f);
+  const __m128i above = mask_pd_to_ps(_mm256_cmp_pd(back, d, _CMP_GT_OQ));     // rounded up: d >= 0
+  const __m128i inexact = mask_pd_to_ps(_mm256_cmp_pd(back, d, _CMP_NEQ_OQ));
+  const __m128i t = _mm_add_epi32(_mm_castps_si128(f), above);  // one ulp down where it went up
+  return _mm_castsi128_ps(_mm_or_si128(t, _mm_and_si128(inexact, _mm_set1_epi32(1))));
+}
+
+// A batch of up to 8 groups' parameters, one lane each.
+struct aff_batch {
+  __m256 lo, hi;        // the groups' value ranges
+  __m256 s, r;          // stored scale, and its reciprocal
+  __m256 m;             // stored offset (0 for an integer zero-point)
+  __m256 z;             // what zeros[] gets: the zero-point as a float, or the offset
+  __m256i zp;           // the integer zero-point (0 with an offset)
+  std::uint32_t stop;   // lanes the reference must do (NaN/Inf, scale or offset overflow)
+  std::uint32_t tight;  // lanes group_grid may take (1/s normal, |(x - m) / s| < 400)
+};
+
+LOWBIT_AVX2_INLINE aff_batch affine_batch(const int_affine_job& j, std::size_t g0, std::size_t m) {
+  const std::size_t len = j.group_length;
+  const float* x = j.x + g0 * len;
+  __m256i vmn[8], vmx[8], vnf[8];
+  for (std::size_t k = 0; k < 8; ++k) {
+    __m256 mn = _mm256_setzero_ps(), mx = mn, nf = mn;
+    if (k < m) lane_range(x + k * len, len, mn, mx, nf);
+    vmn[k] = _mm256_castps_si256(mn);
+    vmx[k] = _mm256_castps_si256(mx);
+    vnf[k] = _mm256_castps_si256(nf);
+  }
+  aff_batch b;
+  b.lo = _mm256_castsi256_ps(reduce8(vmn, min_ps_op{}));
+  b.hi = _mm256_castsi256_ps(reduce8(vmx, max_ps_op{}));
+  const __m256 nf = _mm256_castsi256_ps(reduce8(vnf, or_op{}));  // +-0, or NaN
+  const __m256 zero = _mm256_setzero_ps();
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+  __m256 dlo = b.lo, dhi = b.hi;
+  if (!j.offset) {  // widened to contain 0 (a one-valued group always: [3, 3] -> [0, 3])
+    const __m256 widen = j.widen_to_zero ? _mm256_castsi256_ps(_mm256_set1_epi32(-1))
+                                         : _mm256_cmp_ps(b.lo, b.hi, _CMP_EQ_OQ);
+    dlo = _mm256_blendv_ps(dlo, _mm256_min_ps(dlo, zero), widen);
+    dhi = _mm256_blendv_ps(dhi, _mm256_max_ps(dhi, zero), widen);
+  }
+  const __m256d qmax = _mm256_set1_pd(static_cast<double>(j.code_max));
+  const bool odd = j.scale_format != int_scale_format::float32;
+  const __m128 q_lo = range_quotient4(_mm256_castps256_ps128(dlo), _mm256_castps256_ps128(dhi), qmax, odd);
+  const __m128 q_hi = range_quotient4(_mm256_extractf128_ps(dlo, 1), _mm256_extractf128_ps(dhi, 1), qmax, odd);
+  __m256 s;
+  __m256i refer = to_scale_format(_mm256_set_m128(q_hi, q_lo), j.scale_format, s);
+  b.s = _mm256_and_ps(s, abs_mask);  // no -0 (from -0 - +0)
+  const __m256 nonzero = _mm256_cmp_ps(b.s, zero, _CMP_NEQ_OQ);
+  if (j.offset) {
+    __m256 mo;
+    refer = _mm256_or_si256(refer, to_scale_format(b.lo, j.scale_format, mo));
+    if (j.scale_format == int_scale_format::bfloat16) {  // to_scale_format's test is for positive values
+      refer = _mm256_or_si256(refer, _mm256_cmpgt_epi32(_mm256_castps_si256(_mm256_and_ps(mo, abs_mask)),
+                                                        _mm256_set1_epi32(0x7F7FFFFF)));
+    }
+    b.m = _mm256_andnot_ps(_mm256_cmp_ps(mo, zero, _CMP_EQ_OQ), mo);  // no -0
+    b.z = b.m;
+    b.zp = _mm256_setzero_si256();
+  } else {
+    const __m256 y = _mm256_div_ps(_mm256_xor_ps(dlo, _mm256_set1_ps(-0.0f)), b.s);
+    __m256 zf = _mm256_round_ps(y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    zf = _mm256_min_ps(_mm256_max_ps(zf, zero), _mm256_set1_ps(static_cast<float>(j.code_max)));
+    b.z = _mm256_and_ps(zf, nonzero);  // scale 0: zero-point 0
+    b.zp = _mm256_cvttps_epi32(b.z);
+    b.m = zero;
+  }
+  refer = _mm256_or_si256(refer, _mm256_castps_si256(_mm256_cmp_ps(nf, nf, _CMP_UNORD_Q)));
+  b.stop = lanes_of(refer) & ((1u << m) - 1u);
+  b.r = _mm256_div_ps(_mm256_set1_ps(1.0f), b.s);
+  const __m256 ylo = _mm256_mul_ps(_mm256_sub_ps(b.lo, b.m), b.r);
+  const __m256 yhi = _mm256_mul_ps(_mm256_sub_ps(b.hi, b.m), b.r);
+  const __m256 bounded = _mm256_and_ps(_mm256_cmp_ps(ylo, _mm256_set1_ps(-400.0f), _CMP_GT_OQ),
+                                       _mm256_cmp_ps(yhi, _mm256_set1_ps(400.0f), _CMP_LT_OQ));
+  const __m256i sb = _mm256_castps_si256(b.s);  // 2^-126 <= s < 2^126: 1/s normal
+  const __m256i normal = _mm256_and_si256(_mm256_cmpgt_epi32(sb, _mm256_set1_epi32(0x007FFFFF)),
+                                          _mm256_cmpgt_epi32(_mm256_set1_epi32(0x7E800000), sb));
+  b.tight = lanes_of(_mm256_and_si256(normal, _mm256_castps_si256(bounded)));
+  return b;
+}
+
+// One group's codec, as make_int_codec gives it.
+LOWBIT_AVX2_INLINE int_group_codec affine_codec(const int_affine_job& j, float s, int zp, float m) {
+  int_group_codec c;
+  c.scale = s;
+  c.zero_point = zp;
+  c.offset = m;
+  c.has_offset = j.offset;
+  c.code_min = 0;
+  c.code_max = j.code_max;
+  c.rm = j.rm;
+  return c;
+}
+
+// A 32-value chunk of group_grid's that came near a half-integer, by division, stored (out of
+// line: the hot loop keeps its registers).
+template <bool Nibbles>
+LOWBIT_TARGET_AVX2 LOWBIT_INT_NOINLINE void affine_chunk_exact_store(const float* xc, const int_affine_job& j, float s,
+                                                                     int zp, float m, std::uint8_t* out) noexcept {
+  const qctx q = make_qctx(affine_codec(j, s, zp, m));
+  const __m256i z = _mm256_setzero_si256();
+  const __m256i codes = pack_codes32(codes_exact(_mm256_loadu_ps(xc), q, z), codes_exact(_mm256_loadu_ps(xc + 8), q, z),
+                                     codes_exact(_mm256_loadu_ps(xc + 16), q, z), codes_exact(_mm256_loadu_ps(xc + 24), q, z));
+  if (Nibbles) {
+    store_nibbles(out, codes);
+  } else {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), codes);
+  }
+}
+
+template <bool Nibbles>
+struct affine_exact {
+  const int_affine_job& j;
+  float s;
+  int zp;
+  float m;
+  LOWBIT_AVX2_INLINE void operator()(const float* xc, std::uint8_t* out) const {
+    affine_chunk_exact_store<Nibbles>(xc, j, s, zp, m, out);
+  }
+};
+
+// One group the long way (any length and mode, zero scales, wide quotients).
+template <bool Nibbles>
+LOWBIT_TARGET_AVX2 LOWBIT_INT_NOINLINE void affine_group(const int_affine_job& j, std::size_t g, float s, int zp,
+                                                         float m, std::uint8_t* out) noexcept {
+  const std::size_t len = j.group_length;
+  if (s == 0.0f) {  // all zeros, one value, or a scale that underflows its format: every code 0
+    std::memset(out, 0, Nibbles ? len / 2 : len);
+    return;
+  }
+  const qctx q = make_qctx(affine_codec(j, s, zp, m));
+  const std::uint32_t* rb = j.rm == rounding::stochastic && j.random_bits != nullptr ? j.random_bits + g * len : nullptr;
+  quantize_run<false, Nibbles>(j.x + g * len, len, rb, q, out);
+}
+
+template <bool Nibbles>
+LOWBIT_TARGET_AVX2 inline std::size_t quantize_affine_impl(const int_affine_job& j, std::size_t first,
+                                                           std::size_t last) noexcept {
+  if (first >= last) return last;
+  const std::size_t len = j.group_length;
+  const bool nearest =
+      j.rm == rounding::nearest_even || j.rm == rounding::nearest_away || j.rm == rounding::nearest_toward_zero;
+  const bool grid = nearest && len % 32 == 0;
+  const __m256i bias0 = _mm256_set1_epi32(0x44C00000 - 0x1001);
+  grid_consts gk{_mm256_set1_ps(1536.0f), bias0, _mm256_set1_epi32(0x1FFF), _mm256_set1_epi8(static_cast<char>(j.code_max))};
+  // Software-pipelined as the symmetric path: the next batch's parameters before this one's codes.
+  aff_batch next = affine_batch(j, first, last - first < 8 ? last - first : 8);
+  for (std::size_t g0 = first; g0 < last; g0 += 8) {
+    const std::size_t m = last - g0 < 8 ? last - g0 : 8;
+    const aff_batch b = next;
+    if (b.stop == 0 && g0 + 8 < last) next = affine_batch(j, g0 + 8, last - g0 - 8 < 8 ? last - g0 - 8 : 8);
+    const std::size_t done = b.stop != 0 ? lowest_bit(b.stop) : m;
+    alignas(32) float sv[8];
+    alignas(32) float mv[8];
+    alignas(32) float zv[8];
+    alignas(32) std::int32_t zi[8];
+    _mm256_store_ps(sv, b.s);
+    _mm256_store_ps(mv, b.m);
+    _mm256_store_ps(zv, b.z);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(zi), b.zp);
+    if (done == 8) {
+      _mm256_storeu_ps(j.scales + g0, b.s);
+      _mm256_storeu_ps(j.zeros + g0, b.z);
+    } else {
+      for (std::size_t k = 0; k < done; ++k) {
+        j.scales[g0 + k] = sv[k];
+        j.zeros[g0 + k] = zv[k];
+      }
+    }
+    const std::uint32_t tight = grid ? b.tight : 0u;
+    for (std::size_t k = 0; k < done; ++k) {
+      const std::size_t g = g0 + k;
+      const float* x = j.x + g * len;
+      std::uint8_t* out = Nibbles ? j.codes + g * len / 2 : j.codes + g * len;
+      if (((tight >> k) & 1u) == 0) {
+        affine_group<Nibbles>(j, g, sv[k], zi[k], mv[k], out);
+        continue;
+      }
+      const __m256i lane = _mm256_set1_epi32(static_cast<int>(k));
+      const __m256 r = _mm256_permutevar8x32_ps(b.r, lane);
+      gk.bias = _mm256_sub_epi32(bias0, _mm256_slli_epi32(_mm256_permutevar8x32_epi32(b.zp, lane), 13));
+      const affine_exact<Nibbles> exact{j, sv[k], zi[k], mv[k]};
+      if (j.offset) {
+        group_grid<Nibbles, true>(x, len / 32, r, _mm256_permutevar8x32_ps(b.m, lane), gk, exact, out);
+      } else {
+        group_grid<Nibbles, false>(x, len / 32, r, r, gk, exact, out);
       }
     }
     if (b.stop != 0) return g0 + done;
@@ -1228,6 +1575,15 @@ inline std::size_t quantize_symmetric(const int_symmetric_job& j, std::size_t fi
   const ieee_scope env;
   return j.pack_nibbles ? int_detail::quantize_symmetric_impl<true>(j, first, last)
                         : int_detail::quantize_symmetric_impl<false>(j, first, last);
+}
+
+// Quantizes groups [first, last) of j; returns the first group it leaves to the caller (a group
+// with NaN or Inf, or whose scale or offset the format cannot hold: the reference reports the
+// error), or last.
+inline std::size_t quantize_affine(const int_affine_job& j, std::size_t first, std::size_t last) noexcept {
+  const ieee_scope env;
+  return j.pack_nibbles ? int_detail::quantize_affine_impl<true>(j, first, last)
+                        : int_detail::quantize_affine_impl<false>(j, first, last);
 }
 
 // Dequantizes groups [first, last) of j; returns the first group whose stored parameters are not

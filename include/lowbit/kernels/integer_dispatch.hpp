@@ -67,6 +67,17 @@ inline std::size_t quantize_symmetric(const int_symmetric_job& j, std::size_t fi
 #endif
 }
 
+// Groups [first, last) of an affine minmax quantization; the same contract (avx2::quantize_affine).
+inline std::size_t quantize_affine(const int_affine_job& j, std::size_t first, std::size_t last) noexcept {
+#if LOWBIT_HAS_AVX2_KERNELS
+  return avx2::quantize_affine(j, first, last);
+#else
+  (void)j;
+  (void)last;
+  return first;
+#endif
+}
+
 // Groups [first, last) of a dequantization; returns the first group left to the caller.
 inline std::size_t dequantize_groups(const int_dequantize_job& j, std::size_t first, std::size_t last) noexcept {
 #if LOWBIT_HAS_AVX2_KERNELS

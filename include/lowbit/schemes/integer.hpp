@@ -378,8 +378,9 @@ inline bool is_stored_scale(float v, scale_storage fmt) noexcept {
 //
 // Each takes the int_kernels table to run (default: active_int_kernels(), the AVX2 table on the
 // AVX2 path). With the AVX2 table, whole-matrix kernels stand in for the per-group loop where they
-// apply (symmetric minmax quantization, dequantization); they give the same bytes, and leave the
-// groups they cannot do exactly (NaN, Inf, scale overflow, tiny values) to the loop below.
+// apply (symmetric and affine minmax quantization, dequantization); they give the same bytes, and
+// leave the groups they cannot do exactly (NaN, Inf, scale overflow, tiny values) to the loop
+// below, which reports the error or does the group and hands back.
 
 namespace detail {
 
@@ -409,6 +410,63 @@ inline bool symmetric_job(const int_params& p, const int_kernels& k, std::size_t
   j->rm = p.rm;
   return true;
 }
+
+// The whole-matrix job for the affine minmax schemes (integer zero-point or float offset), when k
+// is a SIMD table; false otherwise.
+inline bool affine_job(const int_params& p, const int_kernels& k, std::size_t len, kernels::int_affine_job* j) noexcept {
+  if (!kernels::int_fused(k) || p.scheme == int_scheme::symmetric || p.search != scale_search::minmax) return false;
+  j->group_length = len;
+  j->offset = p.scheme == int_scheme::affine_offset;
+  j->widen_to_zero = p.range_includes_zero;
+  j->code_max = max_code(p.bits);
+  j->scale_format = kernel_scale_format(p.scale_format);
+  j->rm = p.rm;
+  return true;
+}
+
+// The whole-matrix quantization job of p, if any: run(first, last) quantizes groups from first on
+// and returns the first group it leaves to the per-group loop (first when there is no job).
+class fused_quantize {
+ public:
+  // codes: one per byte, or (bits 4, pack_nibbles) as pack_codes; packed output takes bits 8, or
+  // bits 4 with an even group length.
+  fused_quantize(const int_params& p, const int_kernels& k, std::size_t len, bool packed, std::uint8_t* codes,
+                 const float* x, const std::uint32_t* random_bits, float* scales, float* zeros) noexcept {
+    if (packed && !(p.bits == 8 || (p.bits == 4 && len % 2 == 0))) return;
+    const bool nibbles = packed && p.bits == 4;
+    if (symmetric_job(p, k, len, &sym_)) {
+      kind_ = job_kind::symmetric;
+      sym_.x = x;
+      sym_.random_bits = random_bits;
+      sym_.codes = codes;
+      sym_.pack_nibbles = nibbles;
+      sym_.scales = scales;
+    } else if (affine_job(p, k, len, &aff_)) {
+      kind_ = job_kind::affine;
+      aff_.x = x;
+      aff_.random_bits = random_bits;
+      aff_.codes = codes;
+      aff_.pack_nibbles = nibbles;
+      aff_.scales = scales;
+      aff_.zeros = zeros;
+    }
+  }
+
+  std::size_t run(std::size_t first, std::size_t last) const noexcept {
+    switch (kind_) {
+      case job_kind::none: break;
+      case job_kind::symmetric: return kernels::quantize_symmetric(sym_, first, last);
+      case job_kind::affine: return kernels::quantize_affine(aff_, first, last);
+    }
+    return first;
+  }
+
+ private:
+  enum class job_kind : std::uint8_t { none, symmetric, affine };
+  job_kind kind_ = job_kind::none;
+  kernels::int_symmetric_job sym_;
+  kernels::int_affine_job aff_;
+};
 
 // The whole-matrix dequantization job, when k is a SIMD table; false otherwise.
 inline bool dequantize_job(const int_params& p, const int_kernels& k, std::size_t len, const float* scales,
@@ -469,23 +527,17 @@ inline void store_values(bfloat16* y, const float* v, std::size_t n) noexcept {
   for (std::size_t i = 0; i < n; ++i) y[i] = encode<bfloat16>(v[i]);
 }
 
-// The group loop of quantize_int and quantize_int_packed: the fused SIMD job (when given) takes
-// the groups it can, the per-group codec the rest; write_codes(i, x_i, random_i, codec) stores
-// group i's codes, then the scale and zero-point are stored here.
+// The group loop of quantize_int and quantize_int_packed: the fused SIMD job takes the groups it
+// can, the per-group codec the rest; write_codes(i, x_i, random_i, codec) stores group i's codes,
+// then the scale and zero-point are stored here. On an error, the groups before the failing one
+// are written (by either path) and nothing after.
 template <class WriteCodes>
 inline status quantize_groups(const float* x, const int_params& p, const int_grouping& g,
-                              const std::uint32_t* random_bits, const int_kernels& k,
-                              kernels::int_symmetric_job* job, float* scales, float* zeros,
-                              WriteCodes write_codes) noexcept {
+                              const std::uint32_t* rb, const int_kernels& k, const fused_quantize& fused,
+                              float* scales, float* zeros, WriteCodes write_codes) noexcept {
   const std::size_t len = g.group_length;
-  const std::uint32_t* rb = p.rm == rounding::stochastic ? random_bits : nullptr;
-  if (job != nullptr) {
-    job->x = x;
-    job->random_bits = rb;
-    job->scales = scales;
-  }
   for (std::size_t i = 0; i < g.group_count; ++i) {
-    if (job != nullptr && (i = kernels::quantize_symmetric(*job, i, g.group_count)) == g.group_count) break;
+    if ((i = fused.run(i, g.group_count)) == g.group_count) break;
     const float* xg = x + i * len;
     const std::uint32_t* rg = rb != nullptr ? rb + i * len : nullptr;
     const result<int_group_codec> c = group_codec(xg, len, p, rg, k);
@@ -496,6 +548,11 @@ inline status quantize_groups(const float* x, const int_params& p, const int_gro
       zeros[i] = c.value.has_offset ? c.value.offset : static_cast<float>(c.value.zero_point);
   }
   return status{};
+}
+
+// The random bits the rounding uses: the caller's for stochastic rounding, else none.
+inline const std::uint32_t* rounding_bits(const int_params& p, const std::uint32_t* random_bits) noexcept {
+  return p.rm == rounding::stochastic ? random_bits : nullptr;
 }
 }  // namespace detail
 
@@ -515,10 +572,9 @@ inline status quantize_groups(const float* x, const int_params& p, const int_gro
   if (x == nullptr || codes == nullptr || scales == nullptr || (has_zero_points(p) && zeros == nullptr))
     return errc::bad_argument;
   const std::size_t len = g.value.group_length;
-  kernels::int_symmetric_job job;
-  const bool fused = detail::symmetric_job(p, k, len, &job);
-  job.codes = codes;
-  return detail::quantize_groups(x, p, g.value, random_bits, k, fused ? &job : nullptr, scales, zeros,
+  const std::uint32_t* rb = detail::rounding_bits(p, random_bits);
+  const detail::fused_quantize fused(p, k, len, false, codes, x, rb, scales, zeros);
+  return detail::quantize_groups(x, p, g.value, rb, k, fused, scales, zeros,
                                  [&](std::size_t i, const float* xg, const std::uint32_t* rg, const int_group_codec& c) {
                                    k.quantize(xg, len, c, rg, codes + i * len);
                                  });
@@ -538,12 +594,10 @@ inline status quantize_groups(const float* x, const int_params& p, const int_gro
     return errc::bad_argument;
   const std::size_t len = g.value.group_length;
   packed[packed_bytes(rows * cols, p.bits) - 1] = 0;  // its unused high bits stay zero
-  kernels::int_symmetric_job job;
-  const bool fused = (p.bits == 8 || (p.bits == 4 && len % 2 == 0)) && detail::symmetric_job(p, k, len, &job);
-  job.codes = packed;
-  job.pack_nibbles = p.bits == 4;
+  const std::uint32_t* rb = detail::rounding_bits(p, random_bits);
+  const detail::fused_quantize fused(p, k, len, true, packed, x, rb, scales, zeros);
   return detail::quantize_groups(
-      x, p, g.value, random_bits, k, fused ? &job : nullptr, scales, zeros,
+      x, p, g.value, rb, k, fused, scales, zeros,
       [&](std::size_t i, const float* xg, const std::uint32_t* rg, const int_group_codec& c) {
         constexpr std::size_t chunk = 256;
         std::uint8_t buffer[chunk];
