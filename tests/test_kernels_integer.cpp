@@ -1,7 +1,8 @@
 // The AVX2 kernels of the integer schemes against the scalar reference, byte for byte: the
 // per-group table (range, quantize, dequantize, error), the whole-matrix paths behind
-// quantize_int / quantize_int_packed / dequantize_int / dequantize_int_packed / quantized_matrix,
-// and the ggml Q4_0 / Q8_0 blocks. Random tensors of many shapes and group sizes, unaligned
+// quantize_int / quantize_int_packed / dequantize_int / dequantize_int_packed / quantized_matrix
+// (the fused symmetric and affine quantization kernels among them), and the ggml Q4_0 / Q8_0
+// blocks. Random tensors of many shapes and group sizes, unaligned
 // pointers, every scheme, range rule, rounding mode and scale format, and the edge cases (ties,
 // near-ties, all-zero groups, NaN / Inf, subnormals, huge values).
 //
@@ -25,6 +26,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <string>
@@ -876,6 +878,383 @@ TEST(KernelsIntegerBulk, ScalarReferenceUnderFtzDaz) {
   std::printf("[   NOTE   ] scalar quantize_int under FTZ+DAZ differs from default MXCSR in %d of %d subnormal-bearing cases\n",
               differ, total);
 }
+
+// ---------------------------------------------------------------------------------------------
+// The fused affine path (kernels::quantize_affine behind quantize_int and quantize_int_packed):
+// integer zero-points (AWQ, GPTQ asym; with and without range_includes_zero) and float offsets
+// (KIVI), against the scalar reference. Unlike quantize_both_ways above, every output buffer is
+// compared whole, whatever the status: on an error both paths must have written the groups
+// before the failing one and nothing else.
+
+// Kinds of group the affine schemes treat specially.
+enum class agroup {
+  normal,           // Gaussian, a random scale
+  zeros,            // +0 and -0: scale 0
+  one_positive,     // one value: the range widens to [0, v] for an integer zero-point
+  one_negative,
+  positive,         // lo > 0: zero-point clamps to 0 without range_includes_zero; |x / s| large
+  negative,         // hi < 0
+  ties,             // s = 2^e exactly, zero-point a, values on and next to half-integers
+  far_narrow,       // [1000, 1000 + a few ulp]: tiny scale, large x / s
+  subnormal,        // subnormal values: fp16 scales underflow to 0, float32 ones are subnormal
+  huge,             // +-3e38: hi - lo overflows float, not double
+  fp16_overflow,    // (hi - lo) / qmax beyond fp16: bad_argument with fp16 scales
+  offset_overflow,  // lo = -FLT_MAX (bf16, fp16 offsets overflow) with a small spread
+  nan,
+  inf,
+  minus_inf,
+  double_round_f16,   // (hi - lo) / qmax just above an fp16 half-way point that a float rounds onto
+  double_round_bf16,  // the same for bfloat16
+};
+constexpr agroup finite_groups[] = {agroup::normal,     agroup::zeros,     agroup::one_positive, agroup::one_negative,
+                                    agroup::positive,   agroup::negative,  agroup::ties,         agroup::far_narrow,
+                                    agroup::subnormal,  agroup::huge,      agroup::double_round_f16,
+                                    agroup::double_round_bf16};
+constexpr agroup all_groups[] = {agroup::normal,        agroup::zeros,           agroup::one_positive,
+                                 agroup::one_negative,  agroup::positive,        agroup::negative,
+                                 agroup::ties,          agroup::far_narrow,      agroup::subnormal,
+                                 agroup::huge,          agroup::fp16_overflow,   agroup::offset_overflow,
+                                 agroup::nan,           agroup::inf,             agroup::minus_inf,
+                                 agroup::double_round_f16, agroup::double_round_bf16};
+
+const char* agroup_name(agroup k) {
+  switch (k) {
+    case agroup::normal: return "normal";
+    case agroup::zeros: return "zeros";
+    case agroup::one_positive: return "one_positive";
+    case agroup::one_negative: return "one_negative";
+    case agroup::positive: return "positive";
+    case agroup::negative: return "negative";
+    case agroup::ties: return "ties";
+    case agroup::far_narrow: return "far_narrow";
+    case agroup::subnormal: return "subnormal";
+    case agroup::huge: return "huge";
+    case agroup::fp16_overflow: return "fp16_overflow";
+    case agroup::offset_overflow: return "offset_overflow";
+    case agroup::nan: return "nan";
+    case agroup::inf: return "inf";
+    case agroup::minus_inf: return "minus_inf";
+    case agroup::double_round_f16: return "double_round_f16";
+    case agroup::double_round_bf16: return "double_round_bf16";
+  }
+  return "?";
+}
+
+// Fills g[0..len) with a group of kind k for codes 0..code_max.
+void fill_affine_group(float* g, std::size_t len, agroup k, int code_max, std::mt19937& gen) {
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::uniform_int_distribution<int> pick(0, 9);
+  const float sigma = std::ldexp(1.0f, static_cast<int>(gen() % 21) - 10);
+  auto at = [&](std::size_t i) -> float& { return g[i % len]; };
+  switch (k) {
+    case agroup::normal:
+      for (std::size_t i = 0; i < len; ++i) g[i] = nd(gen) * sigma;
+      break;
+    case agroup::zeros:
+      for (std::size_t i = 0; i < len; ++i) g[i] = gen() % 2 ? -0.0f : 0.0f;
+      break;
+    case agroup::one_positive:
+    case agroup::one_negative: {
+      const float v = (k == agroup::one_positive ? 1.0f : -1.0f) * std::fabs(nd(gen)) * sigma * 100.0f;
+      for (std::size_t i = 0; i < len; ++i) g[i] = v;
+      break;
+    }
+    case agroup::positive:
+    case agroup::negative: {
+      const float base = (k == agroup::positive ? 1.0f : -1.0f) * sigma * 10.0f;
+      for (std::size_t i = 0; i < len; ++i) g[i] = base + std::fabs(nd(gen)) * sigma;
+      break;
+    }
+    case agroup::ties: {
+      // lo = -a u, hi = (code_max - a) u: s = u exactly (e kept where fp16 and bf16 hold u),
+      // zero-point a; values (q + 1/2) u, their neighbours and integers.
+      const float u = std::ldexp(1.0f, static_cast<int>(gen() % 17) - 8);
+      const int a = static_cast<int>(gen() % static_cast<unsigned>(code_max + 1));
+      for (std::size_t i = 0; i < len; ++i) {
+        const int q = static_cast<int>(gen() % static_cast<unsigned>(code_max)) - a;
+        float v = (static_cast<float>(q) + 0.5f) * u;
+        switch (pick(gen)) {
+          case 0: v = std::nextafter(v, -1e30f); break;
+          case 1: v = std::nextafter(v, 1e30f); break;
+          case 2: v = static_cast<float>(q) * u; break;
+          default: break;
+        }
+        g[i] = v;
+      }
+      at(gen()) = -static_cast<float>(a) * u;
+      at(gen() + 1) = static_cast<float>(code_max - a) * u;
+      break;
+    }
+    case agroup::far_narrow:
+      for (std::size_t i = 0; i < len; ++i) g[i] = std::nextafter(1000.0f, 1000.0f + static_cast<float>(gen() % 5));
+      at(gen()) = 1000.0f;
+      for (std::size_t i = 0; i < len; i += 3) g[i] = std::nextafter(std::nextafter(g[i], 2000.0f), 2000.0f);
+      break;
+    case agroup::subnormal:
+      for (std::size_t i = 0; i < len; ++i) g[i] = random_wide(gen, -149, -127);
+      break;
+    case agroup::huge:
+      for (std::size_t i = 0; i < len; ++i) g[i] = nd(gen) * 1e37f;
+      at(gen()) = 3e38f;
+      at(gen() + 1) = -3e38f;
+      break;
+    case agroup::fp16_overflow:
+      for (std::size_t i = 0; i < len; ++i) g[i] = nd(gen) * 1e5f;
+      at(gen()) = 1e6f;
+      at(gen() + 1) = -1e6f;
+      break;
+    case agroup::offset_overflow:
+      for (std::size_t i = 0; i < len; ++i) g[i] = -std::numeric_limits<float>::max();
+      at(gen()) = std::nextafter(-std::numeric_limits<float>::max(), 0.0f);
+      break;
+    case agroup::nan:
+    case agroup::inf:
+    case agroup::minus_inf:
+      for (std::size_t i = 0; i < len; ++i) g[i] = nd(gen) * sigma;
+      at(gen()) = k == agroup::nan ? std::numeric_limits<float>::quiet_NaN()
+                                   : (k == agroup::inf ? 1.0f : -1.0f) * std::numeric_limits<float>::infinity();
+      break;
+    case agroup::double_round_f16:
+    case agroup::double_round_bf16: {
+      // hi = qmax * h, h = 1 + 2^-(p+1) the half-way point between 1 and its fp16 / bf16 successor
+      // (the tie rounds down to the even 1); lo = -2^-22 (hi - lo stays exact in double) puts
+      // (hi - lo) / qmax just above h, within half a float ulp of it.
+      const int p = k == agroup::double_round_f16 ? 10 : 7;
+      const float h = 1.0f + std::ldexp(1.0f, -(p + 1));
+      const float lo = -std::ldexp(1.0f, -22);
+      const float hi = static_cast<float>(code_max) * h;  // exact: at most 8 + p + 2 bits
+      for (std::size_t i = 0; i < len; ++i) g[i] = lo + (hi - lo) * static_cast<float>(gen() % 1000) / 1000.0f;
+      at(gen()) = lo;
+      at(gen() + 1) = hi;
+      break;
+    }
+  }
+}
+
+struct affine_out {
+  errc st = errc::ok, packed_st = errc::ok;
+  std::vector<std::uint8_t> codes, scales, zeros, packed, pscales, pzeros;
+  bool operator==(const affine_out& o) const {
+    return st == o.st && packed_st == o.packed_st && codes == o.codes && scales == o.scales && zeros == o.zeros &&
+           packed == o.packed && pscales == o.pscales && pzeros == o.pzeros;
+  }
+};
+
+// quantize_int and quantize_int_packed into prefilled, misaligned buffers, all kept whole.
+affine_out quantize_affine_both(const float* x, shape s, const int_params& p, const std::uint32_t* rb,
+                                const lowbit::int_kernels* k = nullptr) {
+  const auto g = lowbit::int_groups(p, s.rows, s.cols);
+  const std::size_t n = s.rows * s.cols;
+  const std::size_t count = g.value.group_count;
+  const lowbit::int_kernels& table = k != nullptr ? *k : lowbit::active_int_kernels();
+  affine_out o;
+  offset_buffer<std::uint8_t> codes(n, 1, 0xEE), packed(lowbit::packed_bytes(n, p.bits), 3, 0xA5);
+  offset_buffer<float> scales(count, 3, -1.0f), zeros(count, 2, -2.0f), pscales(count, 1, -3.0f), pzeros(count, 1, -4.0f);
+  o.st = lowbit::quantize_int(x, s.rows, s.cols, p, codes.data(), scales.data(), zeros.data(), rb, table).code();
+  o.packed_st =
+      lowbit::quantize_int_packed(x, s.rows, s.cols, p, packed.data(), pscales.data(), pzeros.data(), rb, table).code();
+  o.codes = codes.vec();
+  o.packed = packed.vec();
+  o.scales = bytes_of(scales.data(), count);
+  o.zeros = bytes_of(zeros.data(), count);
+  o.pscales = bytes_of(pscales.data(), count);
+  o.pzeros = bytes_of(pzeros.data(), count);
+  return o;
+}
+
+std::string describe_affine(const int_params& p, shape s, const char* what) {
+  return describe(p, s, data_kind::normal) + " incl=" + std::to_string(p.range_includes_zero) + " " + what;
+}
+
+// The reference (scalar path, default MXCSR) against the AVX2 path in every MXCSR state, and
+// against the reference table passed explicitly on the AVX2 path.
+void check_affine(const std::vector<float>& base, shape s, const int_params& p, std::size_t misalign, unsigned seed,
+                  const char* what) {
+  offset_buffer<float> x(base.size(), misalign);
+  std::memcpy(x.data(), base.data(), base.size() * sizeof(float));
+  const std::vector<std::uint32_t> rb = random_bits(base.size(), seed);
+  const affine_out want = run_on(isa::scalar, fpenv::clear, [&] { return quantize_affine_both(x.data(), s, p, rb.data()); });
+  const affine_out ref_on_avx2 =
+      run_on(isa::avx2, fpenv::clear, [&] { return quantize_affine_both(x.data(), s, p, rb.data(), &ref_table()); });
+  ASSERT_TRUE(ref_on_avx2 == want) << describe_affine(p, s, what);
+  for (fpenv e : all_envs) {
+    const affine_out got = run_on(isa::avx2, e, [&] { return quantize_affine_both(x.data(), s, p, rb.data()); });
+    ASSERT_TRUE(got == want) << describe_affine(p, s, what) << " " << env_name(e) << " status "
+                             << static_cast<int>(got.st) << "/" << static_cast<int>(got.packed_st) << " vs "
+                             << static_cast<int>(want.st) << "/" << static_cast<int>(want.packed_st)
+                             << (got.codes != want.codes ? " codes" : "") << (got.packed != want.packed ? " packed" : "")
+                             << (got.scales != want.scales ? " scales" : "") << (got.zeros != want.zeros ? " zeros" : "");
+  }
+}
+
+int_params affine_params(int bits, int variant, granularity gr, std::size_t group, scale_storage fmt, rounding rm) {
+  int_params p;
+  p.bits = bits;
+  p.scheme = variant == 2 ? int_scheme::affine_offset : int_scheme::affine;
+  p.range_includes_zero = variant == 0;
+  p.granularity = gr;
+  p.group_size = gr == granularity::per_group ? group : 0;
+  p.scale_format = fmt;
+  p.rm = rm;
+  return p;
+}
+
+// Random tensors: shapes, group lengths (32/64/128 and odd ones), per-row and per-tensor,
+// misaligned pointers, every format and rounding mode, finite special groups mixed in.
+TEST(KernelsIntegerAffine, RandomTensorsMatchTheReference) {
+  SKIP_WITHOUT_AVX2();
+  const shape ashapes[] = {{1, 7}, {3, 13}, {2, 32}, {4, 64}, {5, 96}, {3, 128}, {7, 100}, {2, 384}, {1, 1030}, {9, 256}, {16, 128}, {3, 4096}};
+  const scale_storage fmts[] = {scale_storage::float32, scale_storage::float16, scale_storage::bfloat16};
+  std::mt19937 gen(1234);
+  int checked = 0;
+  for (shape s : ashapes) {
+    std::vector<std::pair<granularity, std::size_t>> grans = {{granularity::per_token, 0}, {granularity::per_channel, 0}};
+    if (s.rows * s.cols <= 1030) grans.push_back({granularity::per_tensor, 0});
+    for (std::size_t g : {32u, 64u, 128u, 8u, 12u, 33u, 48u, 2u, 50u})
+      if (s.cols % g == 0 && g != s.cols) grans.push_back({granularity::per_group, g});
+    for (const auto& gr : grans) {
+      for (int bits : {4, 8, 3}) {
+        for (int variant = 0; variant < 3; ++variant) {
+          for (scale_storage fmt : fmts) {
+            const rounding rm = all_modes[(checked / 3 + static_cast<int>(fmt)) % 6];
+            const int_params p = affine_params(bits, variant, gr.first, gr.second, fmt, rm);
+            const auto grouping = lowbit::int_groups(p, s.rows, s.cols);
+            ASSERT_TRUE(grouping.ok());
+            const std::size_t len = grouping.value.group_length;
+            std::vector<float> x(s.rows * s.cols);
+            for (std::size_t i = 0; i < grouping.value.group_count; ++i) {
+              const agroup k = gen() % 3 != 0 ? agroup::normal : finite_groups[gen() % std::size(finite_groups)];
+              fill_affine_group(x.data() + i * len, len, k, lowbit::max_code(bits), gen);
+            }
+            check_affine(x, s, p, static_cast<std::size_t>(checked % 7), static_cast<unsigned>(checked), "random");
+            if (::testing::Test::HasFatalFailure()) return;
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 800);
+}
+
+// Each special group between ordinary ones, for every scheme variant, format, rounding mode and
+// both packed widths: the same status and the same bytes everywhere (on an error, up to the
+// failing group and nothing after).
+TEST(KernelsIntegerAffine, SpecialGroupsMatchTheReference) {
+  SKIP_WITHOUT_AVX2();
+  const scale_storage fmts[] = {scale_storage::float32, scale_storage::float16, scale_storage::bfloat16};
+  std::mt19937 gen(99);
+  int errors = 0;
+  for (agroup kind : all_groups) {
+    for (int bits : {4, 8}) {
+      for (int variant = 0; variant < 3; ++variant) {
+        for (scale_storage fmt : fmts) {
+          for (rounding rm : all_modes) {
+            for (std::size_t len : {32u, 128u, 100u}) {
+              const shape s{4, len == 100 ? 100u : 256u};
+              const int_params p = affine_params(bits, variant, len == 100 ? granularity::per_token : granularity::per_group,
+                                                 len, fmt, rm);
+              const auto grouping = lowbit::int_groups(p, s.rows, s.cols);
+              std::vector<float> x(s.rows * s.cols);
+              const std::size_t special = grouping.value.group_count / 2;
+              for (std::size_t i = 0; i < grouping.value.group_count; ++i)
+                fill_affine_group(x.data() + i * len, len, i == special ? kind : agroup::normal, lowbit::max_code(bits), gen);
+              check_affine(x, s, p, len % 3, 7, agroup_name(kind));
+              if (::testing::Test::HasFatalFailure()) return;
+              const affine_out want = run_on(isa::scalar, fpenv::clear, [&] { return quantize_affine_both(x.data(), s, p, nullptr); });
+              errors += want.st != errc::ok ? 1 : 0;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(errors, 100);  // the error groups did fail
+}
+
+// make_int_codec rounds (hi - lo) / qmax from double to fp16 / bfloat16 once: a float rounded to
+// nearest on the way would land on the half-way point and round to even, one ulp low.
+TEST(KernelsIntegerAffine, ScalesAreRoundedOnceFromDouble) {
+  SKIP_WITHOUT_AVX2();
+  for (scale_storage fmt : {scale_storage::float16, scale_storage::bfloat16}) {
+    for (int bits : {4, 8}) {
+      for (int variant = 0; variant < 3; ++variant) {
+        const int p_bits = fmt == scale_storage::float16 ? 10 : 7;
+        const int_params p = affine_params(bits, variant, granularity::per_group, 32, fmt, rounding::nearest_even);
+        std::mt19937 gen(5);
+        std::vector<float> x(64);
+        for (std::size_t i = 0; i < 2; ++i)
+          fill_affine_group(x.data() + 32 * i, 32,
+                            fmt == scale_storage::float16 ? agroup::double_round_f16 : agroup::double_round_bf16,
+                            lowbit::max_code(bits), gen);
+        const float want_scale = 1.0f + std::ldexp(1.0f, -p_bits);  // rounded up, away from the tie
+        for (isa i : {isa::scalar, isa::avx2}) {
+          for (fpenv e : all_envs) {
+            std::vector<std::uint8_t> codes(64);
+            std::vector<float> scales(2), zeros(2);
+            ASSERT_TRUE(run_on(i, e, [&] {
+                          return lowbit::quantize_int(x.data(), 1, 64, p, codes.data(), scales.data(), zeros.data());
+                        }).ok());
+            EXPECT_EQ(bits_of(scales[0]), bits_of(want_scale)) << lowbit::isa_name(i) << " " << env_name(e);
+            EXPECT_EQ(bits_of(scales[1]), bits_of(want_scale)) << lowbit::isa_name(i) << " " << env_name(e);
+          }
+        }
+      }
+    }
+  }
+}
+
+#if LOWBIT_HAS_AVX2_KERNELS
+// The kernel itself: it takes every group up to the first one the reference rejects, and returns
+// that group's index; the bytes it wrote are the reference's. (Guards against the bulk functions
+// silently falling back to the per-group loop, which the comparisons above cannot see.)
+TEST(KernelsIntegerAffine, TheFusedKernelDoesTheGroupsAndStopsAtTheFirstError) {
+  SKIP_WITHOUT_AVX2();
+  std::mt19937 gen(11);
+  for (agroup kind : all_groups) {
+    for (int variant = 0; variant < 3; ++variant) {
+      for (scale_storage fmt : {scale_storage::float32, scale_storage::float16, scale_storage::bfloat16}) {
+        for (bool nibbles : {false, true}) {
+          const int bits = nibbles ? 4 : 8;
+          const std::size_t len = 64, count = 11;
+          const int_params p = affine_params(bits, variant, granularity::per_group, len, fmt, rounding::nearest_even);
+          std::vector<float> x(len * count);
+          for (std::size_t i = 0; i < count; ++i)
+            fill_affine_group(x.data() + i * len, len, i == 9 ? kind : agroup::normal, lowbit::max_code(bits), gen);
+          const shape s{1, len * count};
+          const affine_out want = run_on(isa::scalar, fpenv::clear, [&] { return quantize_affine_both(x.data(), s, p, nullptr); });
+          lowbit::kernels::int_affine_job j;
+          j.x = x.data();
+          j.group_length = len;
+          j.offset = variant == 2;
+          j.widen_to_zero = variant == 0;
+          j.code_max = lowbit::max_code(bits);
+          j.scale_format = fmt == scale_storage::float32   ? lowbit::kernels::int_scale_format::float32
+                           : fmt == scale_storage::float16 ? lowbit::kernels::int_scale_format::float16
+                                                           : lowbit::kernels::int_scale_format::bfloat16;
+          j.pack_nibbles = nibbles;
+          std::vector<std::uint8_t> codes(nibbles ? len * count / 2 : len * count, 0xEE);
+          std::vector<float> scales(count, -1.0f), zeros(count, -2.0f);
+          j.codes = codes.data();
+          j.scales = scales.data();
+          j.zeros = zeros.data();
+          const std::size_t stop = lowbit::kernels::quantize_affine(j, 0, count);
+          const std::size_t expect = want.st == errc::ok ? count : 9;
+          ASSERT_EQ(stop, expect) << agroup_name(kind) << " variant " << variant;
+          const std::size_t code_bytes = stop * (nibbles ? len / 2 : len);
+          const std::vector<std::uint8_t>& want_codes = nibbles ? want.packed : want.codes;
+          ASSERT_EQ(std::vector<std::uint8_t>(codes.begin(), codes.begin() + code_bytes),
+                    std::vector<std::uint8_t>(want_codes.begin(), want_codes.begin() + code_bytes))
+              << agroup_name(kind) << " variant " << variant;
+          ASSERT_EQ(bytes_of(scales.data(), stop), std::vector<std::uint8_t>(want.scales.begin(), want.scales.begin() + 4 * stop));
+          ASSERT_EQ(bytes_of(zeros.data(), stop), std::vector<std::uint8_t>(want.zeros.begin(), want.zeros.begin() + 4 * stop));
+          for (std::size_t b = code_bytes; b < codes.size(); ++b) ASSERT_EQ(codes[b], 0xEE);  // nothing after
+        }
+      }
+    }
+  }
+}
+#endif
 
 // ---------------------------------------------------------------------------------------------
 // ggml Q4_0 / Q8_0
