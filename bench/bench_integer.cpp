@@ -14,7 +14,11 @@
 //   int8_g{32,128}_quant           quantize_int, INT8 symmetric restricted, fp16 scales
 //   int8_per_token_quant           quantize_int, SmoothQuant activations (fp32 scales per row)
 //   int8_per_token_dequant_f32     dequantize_int of those codes
-//   int4_awq_g128_quant_pack       quantize_int_packed, AWQ (affine, zero-points): per-group path
+//   int4_awq_g128_quant_pack       quantize_int_packed, AWQ (affine, integer zero-points, true
+//                                  min/max, fp16 scales)
+//   int4_affine_g32_quant_pack     the same with 32-element groups
+//   int8_affine_per_token_quant    quantize_int, INT8 affine per row (range includes 0, fp32
+//                                  scales and zero-points)
 //   ggml_q4_0_quant / _dequant, ggml_q8_0_quant / _dequant
 //   table_range / table_quantize / table_dequantize / table_error
 //                                  the int_kernels entries alone, per 4096-element group
@@ -84,7 +88,7 @@ void quant_bench(benchmark::State& state, std::size_t n, isa which, lowbit::int_
     benchmark::DoNotOptimize(codes.get());
     benchmark::ClobberMemory();
   }
-  set_counters(state, n, n * 5 + g.value.group_count * 4);
+  set_counters(state, n, n * 5 + g.value.group_count * 4 * (lowbit::has_zero_points(p) ? 2 : 1));
 }
 
 // dequantize_int_packed (to T) or dequantize_int (Packed false) of p's codes.
@@ -238,6 +242,12 @@ lowbit::int_params int8_group(std::size_t g) {
   return p;
 }
 
+lowbit::int_params int8_affine_per_token() {
+  lowbit::int_params p = lowbit::int_presets::int8_per_token();
+  p.scheme = lowbit::int_scheme::affine;
+  return p;
+}
+
 bool register_integer() {
   using lowbit::int_presets::gptq;
   using S = benchmark::State;
@@ -258,6 +268,9 @@ bool register_integer() {
   });
   add("int4_awq_g128_quant_pack",
       [](S& s, std::size_t n, isa w) { quant_pack_bench(s, n, w, lowbit::int_presets::awq(4, 128)); });
+  add("int4_affine_g32_quant_pack",
+      [](S& s, std::size_t n, isa w) { quant_pack_bench(s, n, w, lowbit::int_presets::awq(4, 32)); });
+  add("int8_affine_per_token_quant", [](S& s, std::size_t n, isa w) { quant_bench(s, n, w, int8_affine_per_token()); });
   add("ggml_q4_0_quant", [](S& s, std::size_t n, isa w) { ggml_quant_bench<lowbit::ggml_block_q4_0, true>(s, n, w); });
   add("ggml_q4_0_dequant",
       [](S& s, std::size_t n, isa w) { ggml_dequant_bench<lowbit::ggml_block_q4_0, true>(s, n, w); });

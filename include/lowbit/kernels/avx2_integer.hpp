@@ -754,9 +754,9 @@ LOWBIT_TARGET_AVX2 LOWBIT_INT_NOINLINE void sym_chunk_exact_store(const float* x
 // code = (v + 0x1000 + 1) >> 13 + zero-point, unless v is within one step of a half-integer
 // (v mod 2^13 in {0xFFF, 0x1000, 0x1001}): then exact(xc, out) redoes the 32-value chunk by
 // division. Other values lie at least 3 * 2^-14 from every half-integer, against an error of at
-// most 3 * 2^-24 * 400 < 7.2e-5 in y for |y| < 400 (a contracted x * r + 1536 is nearer still),
-// so they round as RN(x / s) does. The caller guarantees |y| < 400, so the sum stays in
-// [1024, 2048) and code + zero-point in -400 .. 655; packus saturates below 0 and min_epu8 clamps
+// most 3.01 * 2^-24 * 401 < 7.2e-5 in y for |y| < 401 (a contracted x * r + 1536 is nearer
+// still), so they round as RN(x / s) does. The caller guarantees |y| < 401, so the sum stays in
+// [1024, 2048) and code + zero-point in -401 .. 656; packus saturates below 0 and min_epu8 clamps
 // the top at code_max (the only clamps either scheme needs: code_min is 0, or a symmetric
 // restricted code that |x / s| <= D (1 + 2^-8) cannot take below 1).
 template <bool Nibbles, bool Offset, class Exact>
@@ -1125,10 +1125,11 @@ LOWBIT_AVX2_INLINE aff_batch affine_batch(const int_affine_job& j, std::size_t g
   refer = _mm256_or_si256(refer, _mm256_castps_si256(_mm256_cmp_ps(nf, nf, _CMP_UNORD_Q)));
   b.stop = lanes_of(refer) & ((1u << m) - 1u);
   b.r = _mm256_div_ps(_mm256_set1_ps(1.0f), b.s);
-  const __m256 ylo = _mm256_mul_ps(_mm256_sub_ps(b.lo, b.m), b.r);
-  const __m256 yhi = _mm256_mul_ps(_mm256_sub_ps(b.hi, b.m), b.r);
-  const __m256 bounded = _mm256_and_ps(_mm256_cmp_ps(ylo, _mm256_set1_ps(-400.0f), _CMP_GT_OQ),
-                                       _mm256_cmp_ps(yhi, _mm256_set1_ps(400.0f), _CMP_LT_OQ));
+  // |lo - m| and |hi - m| below 400 s (one rounding each): then |(x - m) * r| < 400 (1 + 2^-22).
+  // Tested against s, not r, to keep the division off the path to the branches.
+  const __m256 lim = _mm256_mul_ps(b.s, _mm256_set1_ps(400.0f));
+  const __m256 bounded = _mm256_and_ps(_mm256_cmp_ps(_mm256_sub_ps(b.m, b.lo), lim, _CMP_LT_OQ),
+                                       _mm256_cmp_ps(_mm256_sub_ps(b.hi, b.m), lim, _CMP_LT_OQ));
   const __m256i sb = _mm256_castps_si256(b.s);  // 2^-126 <= s < 2^126: 1/s normal
   const __m256i normal = _mm256_and_si256(_mm256_cmpgt_epi32(sb, _mm256_set1_epi32(0x007FFFFF)),
                                           _mm256_cmpgt_epi32(_mm256_set1_epi32(0x7E800000), sb));
