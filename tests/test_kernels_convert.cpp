@@ -620,4 +620,50 @@ TEST(PackedLayout, MatchesPackingHelpers) {
   }
 }
 
+
+// Decoders into float outputs of 16 MiB or more write with non-temporal stores from the first
+// 32-byte boundary on (avx2_convert.hpp's stream_start): the head before it, the streamed middle
+// and the tail all equal the scalar decode, for every alignment of the destination.
+template <class T, bool Packed>
+void check_large_decode(const std::string& name) {
+  constexpr std::size_t n = (std::size_t{16} << 20) / sizeof(float) + 45;  // just past the threshold
+  constexpr std::size_t bits = Packed ? T::format::bits : 8 * sizeof(T);
+  std::vector<std::uint8_t> src((n * bits + 7) / 8);
+  std::mt19937 gen(31);
+  for (auto& b : src) b = static_cast<std::uint8_t>(gen());
+  std::vector<float> expected(n);
+  if constexpr (Packed)
+    lowbit::kernels::scalar::decode_packed<T>(src.data(), expected.data(), n);
+  else
+    lowbit::kernels::scalar::decode(reinterpret_cast<const T*>(src.data()), expected.data(), n);
+  std::vector<float> buffer(n + 16);  // room to align, shift by up to 7 and check one past the end
+  const lowbit::scoped_isa use(isa::avx2);
+  for (std::size_t shift = 0; shift < 8; ++shift) {  // dst % 32 = 0, 4, ..., 28 bytes
+    float* base = buffer.data();
+    while (reinterpret_cast<std::uintptr_t>(base) % 32 != 0) ++base;
+    float* dst = base + shift;
+    std::fill(buffer.begin(), buffer.end(), -7.0f);
+    if constexpr (Packed)
+      lowbit::convert_packed<T>(src.data(), dst, n);
+    else
+      lowbit::convert(reinterpret_cast<const T*>(src.data()), dst, n);
+    ASSERT_EQ(std::memcmp(dst, expected.data(), n * sizeof(float)), 0) << name << ", dst % 32 = " << 4 * shift;
+    if (shift > 0) {
+      ASSERT_EQ(dst[-1], -7.0f) << name << ": wrote before the destination";
+    }
+    ASSERT_EQ(dst[n], -7.0f) << name << ": wrote past the destination";
+  }
+}
+
+TEST(LargeDecode, StreamingStoresGiveTheScalarResult) {
+  REQUIRE_AVX2();
+  check_large_decode<lowbit::float8_e4m3fn, false>("e4m3fn -> float");
+  check_large_decode<lowbit::float8_e5m2, false>("e5m2 -> float");
+  check_large_decode<lowbit::float6_e3m2fn, false>("e3m2fn -> float");
+  check_large_decode<lowbit::bfloat16, false>("bfloat16 -> float");
+  check_large_decode<lowbit::float16, false>("float16 -> float");
+  check_large_decode<lowbit::float4_e2m1fn, true>("e2m1fn packed -> float");
+  check_large_decode<lowbit::float6_e2m3fn, true>("e2m3fn packed -> float");
+}
+
 }  // namespace

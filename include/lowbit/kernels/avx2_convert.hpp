@@ -21,6 +21,7 @@
 // bfloat16; NaN is 0x7FC0 with the code's sign, as codec.hpp's pack_float) and widens it to
 // float32 by a 16-bit shift: arithmetic for the normal numbers, a vpshufb table for the
 // subnormals, and for the 4-bit format a 16-entry vpshufb table built from the scalar codec.
+// E5M2 and E4M3FN into float32 go through float16 and F16C's vcvtph2ps instead (fp8_as_half).
 //
 // Policies: all rounding modes, both overflow modes, and every special-value knob except
 // unsigned_input::invalid on unsigned formats (E8M0), which the dispatcher sends to the scalar
@@ -381,11 +382,62 @@ struct nibble_tables {
   }
 };
 
+// The two OCP FP8 formats are float16s in disguise: an E5M2 code is the top byte of the float16
+// of the same value, and an E4M3FN code moved one bit lower (the sign put back on top) is the
+// float16 of its value times 2^-8 (subnormals included: E4M3's 2^-9 becomes float16's 2^-17).
+// vcvtph2ps widens a float16 exactly, and its half-precision input ignores MXCSR.DAZ (Intel SDM,
+// VCVTPH2PS); for E4M3 the product by 2^8 that follows is exact and normal, so no MXCSR state
+// changes it either. F16C keeps a NaN's payload where the codec returns the canonical quiet NaN
+// (0x7FC00000 with the sign), so NaN codes are made the float16 quiet NaN 0x7E00 first.
+template <class F>
+struct fp8_as_half : std::integral_constant<bool, std::is_same<F, formats::e5m2>::value ||
+                                                      std::is_same<F, formats::e4m3fn>::value> {};
+
+// 32 E5M2 codes with the NaN codes made the one that widens to the canonical NaN.
+LOWBIT_AVX2_INLINE __m256i e5m2_canonical_nan(__m256i codes) {
+  // NaN magnitudes 0x7D..0x7F (0x7C is Inf) become 0x7E.
+  const __m256i mag = _mm256_and_si256(codes, _mm256_set1_epi8(0x7F));
+  const __m256i is_nan = _mm256_cmpgt_epi8(mag, _mm256_set1_epi8(0x7C));
+  return _mm256_xor_si256(codes, _mm256_and_si256(is_nan, _mm256_xor_si256(mag, _mm256_set1_epi8(0x7E))));
+}
+
+// 16 E4M3FN codes, code << 8 in 16-bit lanes -> float16 patterns of value * 2^-8 (NaN canonical).
+LOWBIT_AVX2_INLINE __m256i e4m3_as_half(__m256i high) {
+  const __m256i h = _mm256_and_si256(_mm256_srai_epi16(high, 1), _mm256_set1_epi16(static_cast<short>(0xBFFF)));
+  // The NaN magnitude 0x7F lands on 0x3F80 (1.875); 0x3F80 ^ 0x4180 = 0x7E00.
+  const __m256i is_nan = _mm256_cmpeq_epi16(_mm256_and_si256(h, _mm256_set1_epi16(0x7FFF)), _mm256_set1_epi16(0x3F80));
+  return _mm256_xor_si256(h, _mm256_and_si256(is_nan, _mm256_set1_epi16(0x4180)));
+}
+
+// 8 float16 patterns from the two functions above -> the float32 bit patterns of their FP8 values.
+template <bool E5M2>
+LOWBIT_AVX2_INLINE __m256i f32_of_fp8_half(__m128i h) {
+  const __m256 v = _mm256_cvtph_ps(h);
+  return _mm256_castps_si256(E5M2 ? v : _mm256_mul_ps(v, _mm256_set1_ps(256.0f)));
+}
+
 // 32 codes in element order, one per byte (masked to the code) -> 32 float32 bit patterns.
 template <class F>
 LOWBIT_AVX2_INLINE void f32_from_code_bytes(__m256i codes, __m256i out[4], const __m256i* nibble_lo,
                                             const __m256i* nibble_hi) {
   const __m256i zero = _mm256_setzero_si256();
+  if constexpr (fp8_as_half<F>::value) {
+    // unpack{lo,hi} give elements 0-7 | 16-23 and 8-15 | 24-31, as code << 8.
+    constexpr bool e5m2 = std::is_same<F, formats::e5m2>::value;
+    if constexpr (e5m2) codes = e5m2_canonical_nan(codes);
+    __m256i lo = _mm256_unpacklo_epi8(zero, codes);
+    __m256i hi = _mm256_unpackhi_epi8(zero, codes);
+    if constexpr (!e5m2) {
+      lo = e4m3_as_half(lo);
+      hi = e4m3_as_half(hi);
+    }
+    // Written out: GCC -O2 keeps a loop's array in memory.
+    out[0] = f32_of_fp8_half<e5m2>(_mm256_castsi256_si128(lo));
+    out[1] = f32_of_fp8_half<e5m2>(_mm256_castsi256_si128(hi));
+    out[2] = f32_of_fp8_half<e5m2>(_mm256_extracti128_si256(lo, 1));
+    out[3] = f32_of_fp8_half<e5m2>(_mm256_extracti128_si256(hi, 1));
+    return;
+  }
   const __m256i p = prepare_widen(codes);
   __m256i w0, w1;
   if constexpr (F::bits <= 4) {
@@ -888,11 +940,20 @@ void encode_dispatch(const From* src, std::uint8_t* dst, std::size_t n, const po
   }
 }
 
+// Stream: non-temporal stores (dst 32-byte aligned; see stream_start).
+template <bool Stream = false>
 LOWBIT_AVX2_INLINE void store32(float* dst, const __m256i v[4]) {
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), v[0]);
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 8), v[1]);
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 16), v[2]);
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 24), v[3]);
+  if constexpr (Stream) {
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst), v[0]);
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + 8), v[1]);
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + 16), v[2]);
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + 24), v[3]);
+  } else {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), v[0]);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 8), v[1]);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 16), v[2]);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 24), v[3]);
+  }
 }
 
 // Byte format F -> 16-bit format H (float16, bfloat16) where H holds every value of F exactly
@@ -942,6 +1003,7 @@ LOWBIT_TARGET_AVX2 void widen_to_half(const std::uint8_t* src, std::uint8_t* dst
 // Sources of 32 codes per step as 32 bytes in element order: plain bytes, nibbles, sextets.
 // `at(i)` reads the 32 codes from element i on; `tail(i, n)` the n - i < 32 last ones.
 struct byte_codes {
+  static constexpr std::size_t granule = 1;
   const std::uint8_t* src;
   LOWBIT_AVX2_INLINE __m256i at(std::size_t i) const {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
@@ -954,6 +1016,7 @@ struct byte_codes {
 };
 
 struct nibble_codes {
+  static constexpr std::size_t granule = 2;
   const std::uint8_t* src;
   LOWBIT_AVX2_INLINE __m256i at(std::size_t i) const { return load_nibbles(src + i / 2); }
   LOWBIT_AVX2_INLINE __m256i tail(std::size_t i, std::size_t n) const {
@@ -964,6 +1027,7 @@ struct nibble_codes {
 };
 
 struct sextet_codes {
+  static constexpr std::size_t granule = 4;
   const std::uint8_t* src;
   LOWBIT_AVX2_INLINE __m256i at(std::size_t i) const { return load_sextets(src + i / 4 * 3); }
   LOWBIT_AVX2_INLINE __m256i tail(std::size_t i, std::size_t n) const {
@@ -973,41 +1037,86 @@ struct sextet_codes {
   }
 };
 
+// Sources of 32 elements per step for the decoders: codes (byte_codes, nibble_codes,
+// sextet_codes) or float16 / bfloat16 values. `at(i, out)` decodes the 32 elements from element i
+// on, `tail(i, n, out)` the n - i < 32 last ones (zero-padded). `granule`: the element offsets a
+// step may start at are its multiples.
 template <class F, class Codes>
-LOWBIT_TARGET_AVX2 void decode_codes(Codes codes, float* dst, std::size_t n) noexcept {
-  const reader<minifloat<F>> tables;
-  const __m256i mask = _mm256_set1_epi8(static_cast<char>(F::code_mask));
+struct code_source {
+  static constexpr std::size_t granule = Codes::granule;
+  Codes codes;
+  reader<minifloat<F>> tables;
+  LOWBIT_AVX2_INLINE void at(std::size_t i, __m256i out[4]) const { decode(codes.at(i), out); }
+  LOWBIT_AVX2_INLINE void tail(std::size_t i, std::size_t n, __m256i out[4]) const { decode(codes.tail(i, n), out); }
+  LOWBIT_AVX2_INLINE void decode(__m256i bytes, __m256i out[4]) const {
+    const __m256i mask = _mm256_set1_epi8(static_cast<char>(F::code_mask));
+    f32_from_code_bytes<F>(_mm256_and_si256(bytes, mask), out, &tables.nibble_lo, &tables.nibble_hi);
+  }
+};
+
+template <class F>
+struct half_source {
+  static constexpr std::size_t granule = 1;
+  const minifloat<F>* src;
+  reader<minifloat<F>> read;
+  LOWBIT_AVX2_INLINE void at(std::size_t i, __m256i out[4]) const { read.template read<true>(src + i, out); }
+  LOWBIT_AVX2_INLINE void tail(std::size_t i, std::size_t n, __m256i out[4]) const {
+    minifloat<F> s[32] = {};
+    std::memcpy(s, src + i, (n - i) * sizeof(minifloat<F>));
+    read.template read<true>(s, out);
+  }
+};
+
+// Elements [i, n) of a decoder's output.
+template <bool Stream, class Source>
+LOWBIT_AVX2_INLINE void decode_range(const Source& s, float* dst, std::size_t i, std::size_t n) {
   __m256i out[4];
-  std::size_t i = 0;
   for (; i + 32 <= n; i += 32) {
-    f32_from_code_bytes<F>(_mm256_and_si256(codes.at(i), mask), out, &tables.nibble_lo, &tables.nibble_hi);
-    store32(dst + i, out);
+    s.at(i, out);
+    store32<Stream>(dst + i, out);
   }
   if (i < n) {
-    f32_from_code_bytes<F>(_mm256_and_si256(codes.tail(i, n), mask), out, &tables.nibble_lo, &tables.nibble_hi);
+    s.tail(i, n, out);
     float d[32];
     store32(d, out);
     std::memcpy(dst + i, d, (n - i) * sizeof(float));
   }
 }
 
+// Float outputs of at least this many bytes are written with non-temporal stores: far beyond the
+// per-core caches, ordinary stores would only evict what the caller keeps there, and streaming
+// them raises the write bandwidth to DRAM (avx2_block.hpp's dequantizers do the same).
+inline constexpr std::size_t stream_threshold_bytes = std::size_t{16} << 20;
+
+// The element from which a decoder of n floats into dst streams (dst + it is 32-byte aligned and a
+// multiple of granule), or n when it does not stream.
+inline std::size_t stream_start(const float* dst, std::size_t n, std::size_t granule) noexcept {
+  const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(dst);
+  if (n < stream_threshold_bytes / sizeof(float) || a % sizeof(float) != 0) return n;
+  const std::size_t head = (32 - a % 32) % 32 / sizeof(float);
+  return head % granule == 0 ? head : n;
+}
+
+template <class Source>
+LOWBIT_TARGET_AVX2 void decode_all(const Source& s, float* dst, std::size_t n) noexcept {
+  const std::size_t k = stream_start(dst, n, Source::granule);
+  decode_range<false>(s, dst, 0, k);
+  if (k < n) {
+    decode_range<true>(s, dst, k, n);
+    _mm_sfence();
+  }
+}
+
+template <class F, class Codes>
+LOWBIT_TARGET_AVX2 void decode_codes(Codes codes, float* dst, std::size_t n) noexcept {
+  const code_source<F, Codes> s{codes, {}};
+  decode_all(s, dst, n);
+}
+
 template <class F>
 LOWBIT_TARGET_AVX2 void decode_halves(const minifloat<F>* src, float* dst, std::size_t n) noexcept {
-  const reader<minifloat<F>> read;
-  std::size_t i = 0;
-  __m256i out[4];
-  for (; i + 32 <= n; i += 32) {
-    read.template read<true>(src + i, out);
-    store32(dst + i, out);
-  }
-  if (i < n) {
-    minifloat<F> s[32] = {};
-    float d[32];
-    std::memcpy(s, src + i, (n - i) * sizeof(minifloat<F>));
-    read.template read<true>(s, out);
-    store32(d, out);
-    std::memcpy(dst + i, d, (n - i) * sizeof(float));
-  }
+  const half_source<F> s{src, {}};
+  decode_all(s, dst, n);
 }
 
 template <class F>
