@@ -2,8 +2,9 @@
 // format, packed E2M1 and FP6). Bit-identical to kernels/scalar.hpp for every input.
 //
 // Encoding vectorizes formats/codec.hpp's encode_bits on the float's bit pattern, in integer
-// arithmetic only, so the result does not depend on MXCSR (FTZ, DAZ, rounding control). One
-// template serves every format; it reads nothing but the format_spec constants:
+// arithmetic only, so the result does not depend on MXCSR (FTZ, DAZ, rounding control); float16
+// sources are widened first by vcvtph2ps, which is exact and ignores MXCSR too (f32_from_f16).
+// One template serves every format; it reads nothing but the format_spec constants:
 //
 //   K = min_exponent + 127      float exponent field of the format's smallest normal
 //   m = clamp(field, 1, K)      the float's field, raised to 1 (float subnormals) and capped at K
@@ -455,35 +456,30 @@ LOWBIT_AVX2_INLINE void f32_from_code_bytes(__m256i codes, __m256i out[4], const
   out[3] = _mm256_unpackhi_epi16(zero, w1);
 }
 
-// 8 float16 bit patterns (zero-extended to 32 bits) -> float32 bit patterns, exactly. Integer only:
-// subnormals are normalised by an exact int-to-float conversion of the mantissa and an exponent
-// adjustment. CanonicalNaN makes every NaN 0x7FC00000 | sign, as the scalar decode does.
+// 8 float16 values -> float32 bit patterns, exactly: vcvtph2ps, which ignores MXCSR.DAZ for its
+// half-precision input (see fp8_as_half). It quiets a NaN and keeps its payload; CanonicalNaN
+// clears the payload (0x7FC00000 with the sign), as the scalar decode does.
 template <bool CanonicalNaN>
-LOWBIT_AVX2_INLINE __m256i f32_from_f16(__m256i h) {
-  const __m256i m = _mm256_and_si256(h, _mm256_set1_epi32(0x7FFF));
-  const __m256i rebias = _mm256_set1_epi32(112 << 23);
-  __m256i r = _mm256_add_epi32(_mm256_slli_epi32(m, 13), rebias);
-  r = _mm256_add_epi32(r, _mm256_and_si256(_mm256_cmpgt_epi32(m, _mm256_set1_epi32(0x7BFF)), rebias));  // Inf, NaN
-  const __m256i sub = _mm256_max_epi32(
-      _mm256_sub_epi32(_mm256_castps_si256(_mm256_cvtepi32_ps(m)), _mm256_set1_epi32(24 << 23)), _mm256_setzero_si256());
-  r = _mm256_blendv_epi8(r, sub, _mm256_cmpgt_epi32(_mm256_set1_epi32(0x400), m));
-  if constexpr (CanonicalNaN)
-    r = _mm256_blendv_epi8(r, _mm256_set1_epi32(0x7FC00000), _mm256_cmpgt_epi32(m, _mm256_set1_epi32(0x7C00)));
-  return _mm256_or_si256(r, _mm256_slli_epi32(_mm256_and_si256(h, _mm256_set1_epi32(0x8000)), 16));
+LOWBIT_AVX2_INLINE __m256i f32_from_f16(__m128i h) {
+  const __m256 v = _mm256_cvtph_ps(h);
+  const __m256i r = _mm256_castps_si256(v);
+  if constexpr (!CanonicalNaN) return r;
+  const __m256i is_nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));  // a quiet compare
+  return _mm256_andnot_si256(_mm256_and_si256(is_nan, _mm256_set1_epi32(0x003FFFFF)), r);
 }
 
-// 8 bfloat16 bit patterns (zero-extended) -> float32 bit patterns.
-template <bool CanonicalNaN>
-LOWBIT_AVX2_INLINE __m256i f32_from_bf16(__m256i h) {
-  __m256i r = _mm256_slli_epi32(h, 16);
-  if constexpr (CanonicalNaN) {
-    const __m256i a = _mm256_and_si256(r, _mm256_set1_epi32(0x7FFFFFFF));
-    const __m256i is_nan = _mm256_cmpgt_epi32(a, _mm256_set1_epi32(0x7F800000));
-    r = _mm256_blendv_epi8(r, _mm256_or_si256(_mm256_and_si256(r, _mm256_set1_epi32(static_cast<int>(0x80000000u))),
-                                              _mm256_set1_epi32(0x7FC00000)),
-                           is_nan);
-  }
-  return r;
+// 16 bfloat16 bit patterns with every NaN made 0x7FC0 with its sign, as the scalar decode does.
+LOWBIT_AVX2_INLINE __m256i bf16_canonical_nan(__m256i w) {
+  const __m256i mag = _mm256_and_si256(w, _mm256_set1_epi16(0x7FFF));
+  const __m256i is_nan = _mm256_cmpgt_epi16(mag, _mm256_set1_epi16(0x7F80));
+  return _mm256_xor_si256(w, _mm256_and_si256(is_nan, _mm256_xor_si256(mag, _mm256_set1_epi16(0x7FC0))));
+}
+
+// 16 bfloat16 bit patterns -> the float32 bit patterns of elements 0-7 (lo) and 8-15 (hi).
+LOWBIT_AVX2_INLINE void f32_from_bf16(__m256i w, __m256i* lo, __m256i* hi) {
+  const __m256i q = _mm256_permute4x64_epi64(w, 0xD8);  // elements 0-3 8-11 | 4-7 12-15
+  *lo = _mm256_unpacklo_epi16(_mm256_setzero_si256(), q);
+  *hi = _mm256_unpackhi_epi16(_mm256_setzero_si256(), q);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -523,25 +519,24 @@ struct reader<minifloat<F>> {
       const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
       const __m256i codes = _mm256_and_si256(bytes, _mm256_set1_epi8(static_cast<char>(F::code_mask)));
       f32_from_code_bytes<F>(codes, out, &nibble_lo, &nibble_hi);
+    } else if constexpr (std::is_same<F, formats::binary16>::value) {
+      out[0] = f32_from_f16<CanonicalNaN>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+      out[1] = f32_from_f16<CanonicalNaN>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8)));
+      out[2] = f32_from_f16<CanonicalNaN>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16)));
+      out[3] = f32_from_f16<CanonicalNaN>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 24)));
     } else {
-      static_assert(is_half_type<minifloat<F>>::value, "16-bit sources: float16 and bfloat16");
-      out[0] = widen_half<CanonicalNaN>(p);
-      out[1] = widen_half<CanonicalNaN>(p + 8);
-      out[2] = widen_half<CanonicalNaN>(p + 16);
-      out[3] = widen_half<CanonicalNaN>(p + 24);
+      static_assert(std::is_same<F, formats::bfloat16>::value, "16-bit sources: float16 and bfloat16");
+      __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+      __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16));
+      if constexpr (CanonicalNaN) {
+        w0 = bf16_canonical_nan(w0);
+        w1 = bf16_canonical_nan(w1);
+      }
+      f32_from_bf16(w0, &out[0], &out[1]);
+      f32_from_bf16(w1, &out[2], &out[3]);
     }
   }
   LOWBIT_AVX2_INLINE void operator()(const minifloat<F>* p, __m256i out[4]) const { read<false>(p, out); }
-
- private:
-  template <bool CanonicalNaN>
-  LOWBIT_AVX2_INLINE static __m256i widen_half(const minifloat<F>* p) {
-    const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-    if constexpr (std::is_same<F, formats::binary16>::value)
-      return f32_from_f16<CanonicalNaN>(h);
-    else
-      return f32_from_bf16<CanonicalNaN>(h);
-  }
 };
 
 // ------------------------------------------------------------------------------------------------
