@@ -105,6 +105,9 @@ struct encode_setup {
   std::uint32_t max_bits = 0;              // largest finite magnitude
   std::uint32_t inf_step = 0;              // Inf code - max_bits: 1, or 0 where the format has no Inf/NaN
   limit_mode mode = limit_mode::constant;
+  std::uint32_t below_code[2] = {0, 0};    // threshold_path: T_1 - 1, T_2 - 1 (see thresholds)
+  std::uint32_t t_top = 0;                 // fast_path: t(Inf); threshold_path: t(Inf) + 2^23
+  std::uint8_t sign_byte = 0;              // F::sign_mask
 };
 
 template <class F>
@@ -116,6 +119,7 @@ constexpr encode_setup make_setup(const policy& p) noexcept {
   // magnitude code is max_bits or max_bits + 1 (fnuz: 0x80, which absorbs the sign bit).
   const std::uint32_t inf_magnitude = inf_code<F>(false);
   s.max_bits = F::max_bits;
+  s.sign_byte = static_cast<std::uint8_t>(F::sign_mask & 0xFFu);
   s.inf_step = inf_magnitude - F::max_bits;
   s.limit = F::max_bits;
   if (p.ov == overflow::saturate) {
@@ -140,6 +144,9 @@ struct encode_vectors {
   __m256i nan_pos, nan_neg, limit, max_bits, inf_step;
   __m256i limit_bytes, limit_words;  // `limit` and `nan_pos` in 8- and 16-bit lanes (simple policies)
   __m256i nan_bytes, nan_words;
+  // Per-call values rather than constants in the code: GCC rematerialises constant vectors inside
+  // a loop that runs short of registers (three instructions each); these it reads from memory.
+  __m256i below_code[2], t_top, sign_bytes;
   limit_mode mode;
   bool nan_signed;
 };
@@ -155,6 +162,10 @@ LOWBIT_AVX2_INLINE encode_vectors broadcast(const encode_setup& s) {
   v.limit_words = _mm256_set1_epi16(static_cast<short>(s.limit));
   v.nan_bytes = _mm256_set1_epi8(static_cast<char>(s.nan_pos));
   v.nan_words = _mm256_set1_epi16(static_cast<short>(s.nan_pos));
+  v.below_code[0] = _mm256_set1_epi32(static_cast<int>(s.below_code[0]));
+  v.below_code[1] = _mm256_set1_epi32(static_cast<int>(s.below_code[1]));
+  v.t_top = _mm256_set1_epi32(static_cast<int>(s.t_top));
+  v.sign_bytes = _mm256_set1_epi8(static_cast<char>(s.sign_byte));
   v.mode = s.mode;
   v.nan_signed = s.nan_pos != s.nan_neg;
   return v;
@@ -631,8 +642,7 @@ LOWBIT_AVX2_INLINE void finish_block(const __m256i c[4], const __m256i signs[2],
     if constexpr (Form == code_form::minus_base) b = _mm256_adds_epu8(b, _mm256_set1_epi8(static_cast<char>(base)));
     b = _mm256_min_epu8(b, v.limit_bytes);
     if constexpr (F::is_signed) {
-      __m256i sign = _mm256_and_si256(_mm256_cmpgt_epi8(_mm256_setzero_si256(), signs[0]),
-                                      _mm256_set1_epi8(static_cast<char>(F::sign_mask)));
+      __m256i sign = _mm256_and_si256(_mm256_cmpgt_epi8(_mm256_setzero_si256(), signs[0]), v.sign_bytes);
       if constexpr (!F::has_negative_zero && MayZero)
         sign = _mm256_andnot_si256(_mm256_cmpeq_epi8(b, _mm256_setzero_si256()), sign);  // FNUZ: +0 only
       b = _mm256_or_si256(b, sign);
@@ -709,7 +719,6 @@ LOWBIT_AVX2_INLINE __m256i fast_code(__m256i t, __m256i r) {
 template <class F, rounding RM, layout L>
 LOWBIT_AVX2_INLINE bool encode_block_fast(const __m256i x[4], const __m256i r[4], std::uint8_t* dst,
                                           const encode_vectors& v) {
-  using nr = normal_range<F, RM>;
   __m256i signs[2];
   pack_signs<L>(x, signs);
   // Each code right away (the inputs die early), the range check accumulated and decided last.
@@ -727,7 +736,7 @@ LOWBIT_AVX2_INLINE bool encode_block_fast(const __m256i x[4], const __m256i r[4]
   t = normal_t<F, RM>(_mm256_and_si256(x[3], abs_mask));
   top = _mm256_max_epu32(top, t);
   c[3] = fast_code<F, RM>(t, r[3]);
-  const __m256i t_inf = _mm256_set1_epi32(static_cast<int>(nr::t_inf));
+  const __m256i t_inf = v.t_top;  // nr::t_inf
   if (!_mm256_testc_si256(_mm256_cmpeq_epi32(_mm256_max_epu32(top, t_inf), t_inf), _mm256_set1_epi32(-1))) return false;
   finish_block<F, L, code_form::minus_base, false, false>(c, signs, nullptr, dst, v);
   return true;
@@ -784,18 +793,17 @@ struct thresholds {
 };
 
 // t here carries the 2^M too (normal_t<..., 1 << 23>), so its arithmetic shift is the code itself.
+// v.below_code holds thresholds<F, RM> (encode_variant puts them there).
 template <class F, rounding RM>
-LOWBIT_AVX2_INLINE __m256i threshold_code(__m256i a, __m256i t) {
+LOWBIT_AVX2_INLINE __m256i threshold_code(__m256i a, __m256i t, const encode_vectors& v) {
   constexpr int M = F::mantissa_bits;
   __m256i minus_count = _mm256_setzero_si256();  // the compare masks are -1
-  for (int k = 0; k < (1 << M); ++k)
-    minus_count = _mm256_add_epi32(minus_count, _mm256_cmpgt_epi32(a, _mm256_set1_epi32(static_cast<int>(thresholds<F, RM>::list.v[k] - 1))));
+  for (int k = 0; k < (1 << M); ++k) minus_count = _mm256_add_epi32(minus_count, _mm256_cmpgt_epi32(a, v.below_code[k]));
   return _mm256_max_epi32(_mm256_srai_epi32(t, normal_range<F, RM>::S), _mm256_sub_epi32(_mm256_setzero_si256(), minus_count));
 }
 
 template <class F, rounding RM, layout L>
 LOWBIT_AVX2_INLINE bool encode_block_threshold(const __m256i x[4], std::uint8_t* dst, const encode_vectors& v) {
-  using nr = normal_range<F, RM>;
   __m256i signs[2];
   pack_signs<L>(x, signs);
   // Each code right away; t is non-decreasing in |x|, and only a NaN exceeds t(Inf).
@@ -804,20 +812,20 @@ LOWBIT_AVX2_INLINE bool encode_block_threshold(const __m256i x[4], std::uint8_t*
   __m256i a = _mm256_and_si256(x[0], abs_mask);
   __m256i t = normal_t<F, RM, (1u << 23)>(a);
   __m256i top = t;
-  c[0] = threshold_code<F, RM>(a, t);
+  c[0] = threshold_code<F, RM>(a, t, v);
   a = _mm256_and_si256(x[1], abs_mask);
   t = normal_t<F, RM, (1u << 23)>(a);
   top = _mm256_max_epi32(top, t);
-  c[1] = threshold_code<F, RM>(a, t);
+  c[1] = threshold_code<F, RM>(a, t, v);
   a = _mm256_and_si256(x[2], abs_mask);
   t = normal_t<F, RM, (1u << 23)>(a);
   top = _mm256_max_epi32(top, t);
-  c[2] = threshold_code<F, RM>(a, t);
+  c[2] = threshold_code<F, RM>(a, t, v);
   a = _mm256_and_si256(x[3], abs_mask);
   t = normal_t<F, RM, (1u << 23)>(a);
   top = _mm256_max_epi32(top, t);
-  c[3] = threshold_code<F, RM>(a, t);
-  if (!_mm256_testz_si256(_mm256_cmpgt_epi32(top, _mm256_set1_epi32(static_cast<int>(nr::t_inf + (1u << 23)))), _mm256_set1_epi32(-1)))
+  c[3] = threshold_code<F, RM>(a, t, v);
+  if (!_mm256_testz_si256(_mm256_cmpgt_epi32(top, v.t_top), _mm256_set1_epi32(-1)))  // v.t_top: nr::t_inf + 2^23
     return false;
   finish_block<F, L, code_form::exact, false, true>(c, signs, nullptr, dst, v);
   return true;
@@ -915,7 +923,17 @@ void encode_variant(const From* src, std::uint8_t* dst, std::size_t n, const enc
   constexpr bool common_mode =
       RM == rounding::nearest_even || RM == rounding::toward_zero || RM == rounding::stochastic;
   if constexpr (common_mode) {
-    if (simple_setup(s)) return encode_loop<F, RM, false, L>(src, dst, n, s, random_bits);
+    if (simple_setup(s)) {
+      encode_setup t = s;
+      if constexpr (threshold_path<F, RM>::available) {
+        static_assert(F::mantissa_bits <= 1, "two thresholds at most");
+        for (int k = 0; k < (1 << F::mantissa_bits); ++k) t.below_code[k] = thresholds<F, RM>::list.v[k] - 1;
+        t.t_top = normal_range<F, RM>::t_inf + (1u << 23);
+      } else if constexpr (fast_path<F, RM>::available) {
+        t.t_top = normal_range<F, RM>::t_inf;
+      }
+      return encode_loop<F, RM, false, L>(src, dst, n, t, random_bits);
+    }
   }
   encode_loop<F, RM, true, L>(src, dst, n, s, random_bits);
 }
