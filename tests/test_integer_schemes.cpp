@@ -9,9 +9,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
 namespace {
@@ -304,11 +306,22 @@ TEST(ScaleStorage, CodesUseTheStoredScale) {
   EXPECT_EQ(bf.codes[1], 12);  // 3.5064 -> 4
 }
 
+TEST(Status, EveryCodeHasItsOwnMessage) {
+  std::vector<std::string> seen;
+  for (int c = 0; c <= static_cast<int>(errc::scale_overflow); ++c) {
+    const std::string m = lowbit::message(static_cast<errc>(c));
+    EXPECT_NE(m, "unknown error") << c;
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), m), 0) << m;
+    seen.push_back(m);
+  }
+  EXPECT_STREQ(lowbit::message(static_cast<errc>(static_cast<int>(errc::scale_overflow) + 1)), "unknown error");
+}
+
 TEST(ScaleStorage, OverflowingTheFormatIsAnError) {
   int_params p = params(4, int_scheme::symmetric);
   p.scale_format = scale_storage::float16;
   const run r = quantize_row({1.0e6f, 1.0f}, p);  // 1e6/7 > 65504
-  EXPECT_EQ(r.st.code(), errc::bad_argument);
+  EXPECT_EQ(r.st.code(), errc::scale_overflow);
   p.scale_format = scale_storage::float32;
   EXPECT_TRUE(quantize_row({1.0e6f, 1.0f}, p).st.ok());
   // The largest floats still give a finite float32 scale, even for 2-bit affine ranges.

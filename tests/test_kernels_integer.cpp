@@ -898,7 +898,7 @@ enum class agroup {
   far_narrow,       // [1000, 1000 + a few ulp]: tiny scale, large x / s
   subnormal,        // subnormal values: fp16 scales underflow to 0, float32 ones are subnormal
   huge,             // +-3e38: hi - lo overflows float, not double
-  fp16_overflow,    // (hi - lo) / qmax beyond fp16: bad_argument with fp16 scales
+  fp16_overflow,    // (hi - lo) / qmax beyond fp16: scale_overflow with fp16 scales
   offset_overflow,  // lo = -FLT_MAX (bf16, fp16 offsets overflow) with a small spread
   nan,
   inf,

@@ -335,8 +335,16 @@ TEST(GgmlQ4_0, AllZeroBlockAndErrors) {
   EXPECT_EQ(lowbit::ggml_quantize_q4_0(x.data(), 0, b).code(), errc::empty_input);
   x[40] = std::numeric_limits<float>::quiet_NaN();
   EXPECT_EQ(lowbit::ggml_quantize_q4_0(x.data(), 64, b).code(), errc::non_finite_input);
-  x[40] = 1.0e6f;  // d = -125000 does not fit fp16
-  EXPECT_EQ(lowbit::ggml_quantize_q4_0(x.data(), 64, b).code(), errc::bad_argument);
+  x[40] = 1.0e6f;  // d = -125000 does not fit fp16, nor 1e7 / 127
+  EXPECT_EQ(lowbit::ggml_quantize_q4_0(x.data(), 64, b).code(), errc::scale_overflow);
+  x[40] = 1.0e7f;
+  lowbit::ggml_block_q8_0 b8[2];
+  EXPECT_EQ(lowbit::ggml_quantize_q8_0(x.data(), 64, b8).code(), errc::scale_overflow);
+  {
+    const lowbit::scoped_isa scalar(lowbit::isa::scalar);
+    EXPECT_EQ(lowbit::ggml_quantize_q4_0(x.data(), 64, b).code(), errc::scale_overflow);
+    EXPECT_EQ(lowbit::ggml_quantize_q8_0(x.data(), 64, b8).code(), errc::scale_overflow);
+  }
 }
 
 TEST(GgmlQ8_0, ReferenceBlocksByHand) {

@@ -18,6 +18,7 @@ enum class errc : std::uint8_t {
   bad_bit_width,      // integer width outside the supported range
   non_finite_input,   // NaN or Inf in a group or block whose scale must be computed
   bad_argument,       // any other out-of-range parameter (stated in the function's comment)
+  scale_overflow,     // a computed scale or offset beyond its storage format (fp16 above 65504)
 };
 
 // A short English description of an error code (static storage, never null).
@@ -31,6 +32,7 @@ LOWBIT_HD constexpr const char* message(errc c) noexcept {
     case errc::bad_bit_width: return "bit width out of range";
     case errc::non_finite_input: return "NaN or Inf where a scale must be computed";
     case errc::bad_argument: return "argument out of range";
+    case errc::scale_overflow: return "computed scale does not fit its storage format";
   }
   return "unknown error";
 }

@@ -670,7 +670,7 @@ LOWBIT_AVX2_INLINE __m256i round_bf16_high(__m256 v) {
 // (0, 2^-100), or a scale its format cannot hold ends the call, the groups before it done.
 
 // s = q (finite, >= 0 or -0) rounded to nearest even in fmt; returns the lanes it overflows
-// (the reference's bad_argument).
+// (the reference's scale_overflow).
 LOWBIT_AVX2_INLINE __m256i to_scale_format(__m256 q, int_scale_format fmt, __m256& s) {
   s = q;
   switch (fmt) {
@@ -678,7 +678,7 @@ LOWBIT_AVX2_INLINE __m256i to_scale_format(__m256 q, int_scale_format fmt, __m25
     case int_scale_format::float16: {
       const __m128i h = _mm256_cvtps_ph(q, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
       s = _mm256_cvtph_ps(h);
-      // Beyond fp16: the reference's error (bad_argument).
+      // Beyond fp16: the reference's error (scale_overflow).
       return _mm256_cmpgt_epi32(_mm256_and_si256(_mm256_cvtepu16_epi32(h), _mm256_set1_epi32(0x7FFF)),
                                 _mm256_set1_epi32(0x7BFF));
     }
@@ -1387,7 +1387,7 @@ LOWBIT_AVX2_INLINE float first_with_magnitude(const float* xb, std::uint32_t ama
 }
 
 // Stops at the first block with NaN or Inf (non_finite_input) or whose scale overflows fp16
-// (bad_argument): that block and the ones after it are not written.
+// (scale_overflow): that block and the ones after it are not written.
 // ggml_quantize_q4_0: max = the first element of largest magnitude, d = max / -8, id = 1/d,
 // code = min(15, trunc(x * id + 8.5)) (NaN and negatives 0).
 LOWBIT_TARGET_AVX2 inline errc ggml_quantize_q4_0(const float* x, std::size_t blocks, unsigned char* y) noexcept {
@@ -1433,7 +1433,7 @@ LOWBIT_TARGET_AVX2 inline errc ggml_quantize_q4_0(const float* x, std::size_t bl
       store_u16(yb, hv[k]);
       _mm_storeu_si128(reinterpret_cast<__m128i*>(yb + 2), _mm256_castsi256_si128(bytes));
     }
-    if (done < valid) return errc::bad_argument;
+    if (done < valid) return errc::scale_overflow;
     if (valid < m) return errc::non_finite_input;
   }
   return errc::ok;
@@ -1506,7 +1506,7 @@ LOWBIT_TARGET_AVX2 inline errc ggml_quantize_q8_0(const float* x, std::size_t bl
       // packs saturates 128 to 127; -128 is raised to -127.
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(yb + 2), _mm256_max_epi8(pack_signed32(q[0], q[1], q[2], q[3]), minus127));
     }
-    if (done < valid) return errc::bad_argument;
+    if (done < valid) return errc::scale_overflow;
     if (valid < m) return errc::non_finite_input;
   }
   return errc::ok;

@@ -213,7 +213,7 @@ struct int_grouping {
 // kernels/int_group.hpp, shared with the SIMD kernels.
 
 // Rounds a computed scale or offset to its storage format. A value beyond the format's range
-// (fp16 above 65504) is errc::bad_argument: the checkpoint could not hold it.
+// (fp16 above 65504) is errc::scale_overflow: the checkpoint could not hold it.
 [[nodiscard]] inline result<float> store_scale(double v, scale_storage fmt) noexcept {
   result<float> r;
   float s = 0.0f;
@@ -223,7 +223,7 @@ struct int_grouping {
     case scale_storage::bfloat16: s = static_cast<float>(encode<bfloat16>(v, overflow::non_saturate)); break;
   }
   if (!std::isfinite(s)) {
-    r.status = errc::bad_argument;
+    r.status = errc::scale_overflow;
     return r;
   }
   r.value = s == 0.0f ? 0.0f : s;  // no -0
@@ -246,7 +246,7 @@ inline bool is_stored_scale(float v, scale_storage fmt) noexcept {
 
 // The codec of a group whose values span [lo, hi] (finite, lo <= hi), with the range shrunk by
 // `shrink` in (0, 1] (1 = minmax; see scale_search). Errors: a scale or offset beyond the storage
-// format's range -> bad_argument.
+// format's range -> scale_overflow.
 [[nodiscard]] inline result<int_group_codec> make_int_codec(float lo, float hi, const int_params& p,
                                                             double shrink = 1.0) noexcept {
   result<int_group_codec> r;
@@ -561,7 +561,7 @@ inline const std::uint32_t* rounding_bits(const int_params& p, const std::uint32
 // zeros receives the integer zero-point (affine) or the offset m (affine_offset) and may be null
 // for symmetric schemes. random_bits: rows*cols values for rounding::stochastic, else ignored.
 // Errors: those of int_groups; a null buffer -> bad_argument; NaN or Inf in a group ->
-// non_finite_input; a scale or offset beyond the storage format -> bad_argument.
+// non_finite_input; a scale or offset beyond the storage format -> scale_overflow.
 [[nodiscard]] inline status quantize_int(const float* x, std::size_t rows, std::size_t cols, const int_params& p,
                                          std::uint8_t* codes, float* scales, float* zeros,
                                          const std::uint32_t* random_bits = nullptr,

@@ -347,7 +347,7 @@ inline float ggml_scale_value(std::uint16_t bits) noexcept { return static_cast<
 // trunc(x*id + 8.5)) (round half up of x*id, computed against the FP32 d, not the stored fp16 d),
 // d stored as fp16 (round to nearest even). Differences from ggml, all on input ggml leaves
 // undefined: NaN/Inf in a block is errc::non_finite_input (nothing written for that block and
-// the ones after it); a scale beyond fp16's range is errc::bad_argument (ggml stores Inf); an id
+// the ones after it); a scale beyond fp16's range is errc::scale_overflow (ggml stores Inf); an id
 // that overflows to Inf (|max| < 2^-125) gives codes clamped to 0..15 instead of an undefined
 // conversion. n must be a multiple of 32.
 [[nodiscard]] inline status ggml_quantize_q4_0(const float* x, std::size_t n, ggml_block_q4_0* y) noexcept {
@@ -367,7 +367,7 @@ inline float ggml_scale_value(std::uint16_t bits) noexcept { return static_cast<
     const float d = max / -8.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     std::uint16_t dbits = 0;
-    if (!detail::ggml_scale_bits(d, &dbits)) return errc::bad_argument;
+    if (!detail::ggml_scale_bits(d, &dbits)) return errc::scale_overflow;
     ggml_block_q4_0 blk{};
     blk.d = dbits;
     for (std::size_t j = 0; j < 16; ++j) {
@@ -414,7 +414,7 @@ inline float ggml_scale_value(std::uint16_t bits) noexcept { return static_cast<
     const float d = amax / 127.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     std::uint16_t dbits = 0;
-    if (!detail::ggml_scale_bits(d, &dbits)) return errc::bad_argument;
+    if (!detail::ggml_scale_bits(d, &dbits)) return errc::scale_overflow;
     ggml_block_q8_0 blk{};
     blk.d = dbits;
     for (std::size_t j = 0; j < ggml_block_size; ++j) {
