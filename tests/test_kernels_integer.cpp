@@ -1362,4 +1362,71 @@ TEST(KernelsIntegerGgml, SameStateOnNormalBlocks) {
   EXPECT_EQ(block_bytes(a8), block_bytes(c8));
 }
 
+// Float outputs of 16 MiB or more are written with non-temporal stores when the destination is
+// 32-byte aligned (kernels/avx2_integer.hpp's streams_f32): the same values as the scalar path,
+// for the group dequantizers (bytes and nibbles, symmetric and affine) and the ggml blocks, with
+// the destination aligned (streamed) and misaligned by one float (not streamed).
+TEST(KernelsIntegerBulk, LargeOutputsStreamTheSameValues) {
+  SKIP_WITHOUT_AVX2();
+  constexpr std::size_t rows = 1024, cols = 4096 + 32;  // 16.5 MiB of floats
+  constexpr std::size_t n = rows * cols;
+  std::mt19937 gen(77);
+  std::vector<std::uint8_t> codes(n);
+  for (auto& c : codes) c = static_cast<std::uint8_t>(gen() & 15u);
+  std::vector<std::uint8_t> packed(n / 2);
+  for (std::size_t i = 0; i < n / 2; ++i) packed[i] = static_cast<std::uint8_t>(codes[2 * i] | codes[2 * i + 1] << 4);
+  for (const int_scheme scheme : {int_scheme::symmetric, int_scheme::affine}) {
+    // GPTQ-style INT4 g32 with fp16 scales: symmetric (zero-point 8) or affine (stored zeros).
+    int_params p = lowbit::int_presets::gptq(4, 32);
+    p.scheme = scheme;
+    const std::size_t groups = n / 32;
+    std::vector<float> scales(groups), zeros(groups);
+    for (std::size_t g = 0; g < groups; ++g) {
+      scales[g] = static_cast<float>(lowbit::encode<lowbit::float16>(0.01f + 0.001f * static_cast<float>(gen() % 100)));
+      zeros[g] = static_cast<float>(gen() % 16);
+    }
+    const float* z = scheme == int_scheme::affine ? zeros.data() : nullptr;
+    std::vector<float> want(n);
+    ASSERT_TRUE(run_on(isa::scalar, fpenv::clear, [&] {
+      return lowbit::dequantize_int(codes.data(), rows, cols, p, scales.data(), z, want.data());
+    }).ok());
+    std::vector<float> buffer(n + 16);
+    float* aligned = buffer.data();
+    while (reinterpret_cast<std::uintptr_t>(aligned) % 32 != 0) ++aligned;
+    for (float* y : {aligned, aligned + 1}) {
+      std::fill(buffer.begin(), buffer.end(), -1.0f);
+      ASSERT_TRUE(run_on(isa::avx2, fpenv::ftz_daz, [&] {
+        return lowbit::dequantize_int(codes.data(), rows, cols, p, scales.data(), z, y);
+      }).ok());
+      ASSERT_EQ(std::memcmp(y, want.data(), n * sizeof(float)), 0) << "bytes, offset " << (y - aligned);
+      std::fill(buffer.begin(), buffer.end(), -1.0f);
+      ASSERT_TRUE(run_on(isa::avx2, fpenv::clear, [&] {
+        return lowbit::dequantize_int_packed(packed.data(), rows, cols, p, scales.data(), z, y);
+      }).ok());
+      ASSERT_EQ(std::memcmp(y, want.data(), n * sizeof(float)), 0) << "nibbles, offset " << (y - aligned);
+      EXPECT_EQ(y[n], -1.0f);
+    }
+  }
+  const std::size_t blocks = n / 32;
+  std::vector<lowbit::ggml_block_q4_0> b4(blocks);
+  std::vector<lowbit::ggml_block_q8_0> b8(blocks);
+  for (std::size_t b = 0; b < blocks; ++b) {
+    b4[b].d = b8[b].d = lowbit::encode<lowbit::float16>(0.001f * static_cast<float>(1 + gen() % 1000)).bits();
+    for (auto& q : b4[b].qs) q = static_cast<std::uint8_t>(gen());
+    for (auto& q : b8[b].qs) q = static_cast<std::int8_t>(gen());
+  }
+  std::vector<float> w4(n), w8(n);
+  run_on(isa::scalar, fpenv::clear, [&] { return lowbit::ggml_dequantize_q4_0(b4.data(), n, w4.data()).code(); });
+  run_on(isa::scalar, fpenv::clear, [&] { return lowbit::ggml_dequantize_q8_0(b8.data(), n, w8.data()).code(); });
+  std::vector<float> buffer(n + 16);
+  float* aligned = buffer.data();
+  while (reinterpret_cast<std::uintptr_t>(aligned) % 32 != 0) ++aligned;
+  for (float* y : {aligned, aligned + 1}) {
+    ASSERT_TRUE(run_on(isa::avx2, fpenv::clear, [&] { return lowbit::ggml_dequantize_q4_0(b4.data(), n, y); }).ok());
+    ASSERT_EQ(std::memcmp(y, w4.data(), n * sizeof(float)), 0) << "Q4_0, offset " << (y - aligned);
+    ASSERT_TRUE(run_on(isa::avx2, fpenv::clear, [&] { return lowbit::ggml_dequantize_q8_0(b8.data(), n, y); }).ok());
+    ASSERT_EQ(std::memcmp(y, w8.data(), n * sizeof(float)), 0) << "Q8_0, offset " << (y - aligned);
+  }
+}
+
 }  // namespace

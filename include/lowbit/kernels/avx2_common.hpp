@@ -40,6 +40,12 @@ namespace lowbit {
 namespace kernels {
 namespace avx2 {
 
+// Float outputs of at least this many bytes are written with non-temporal stores: far beyond the
+// per-core caches, ordinary stores would only evict what the caller keeps there, and streaming
+// raises the write bandwidth to DRAM (the decoders, the integer and ggml dequantizers;
+// avx2_block.hpp's dequantizers use the same size).
+inline constexpr std::size_t stream_threshold_bytes = std::size_t{16} << 20;
+
 // 32 codes held one per 32-bit lane in c[0..3] (element k in lane k % 8 of c[k / 8]) -> 32 bytes
 // in element order. Values must lie in 0..255.
 LOWBIT_AVX2_INLINE __m256i pack_dwords_to_bytes(const __m256i c[4]) {

@@ -1096,11 +1096,6 @@ LOWBIT_AVX2_INLINE void decode_range(const Source& s, float* dst, std::size_t i,
   }
 }
 
-// Float outputs of at least this many bytes are written with non-temporal stores: far beyond the
-// per-core caches, ordinary stores would only evict what the caller keeps there, and streaming
-// them raises the write bandwidth to DRAM (avx2_block.hpp's dequantizers do the same).
-inline constexpr std::size_t stream_threshold_bytes = std::size_t{16} << 20;
-
 // The element from which a decoder of n floats into dst streams (dst + it is 32-byte aligned and a
 // multiple of granule), or n when it does not stream.
 inline std::size_t stream_start(const float* dst, std::size_t n, std::size_t granule) noexcept {

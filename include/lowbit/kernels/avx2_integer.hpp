@@ -39,6 +39,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "../core/cpu.hpp"
 #include "../core/rounding.hpp"
@@ -527,30 +528,48 @@ LOWBIT_AVX2_INLINE __m256 values(__m256i u, const dctx& d) {
   return d.offset ? values8_offset(u, d.sd, d.md) : values8(u, d.s, d.z);
 }
 
-// Writes 16 results: floats, or bfloat16 bits.
+// Writes 16 results: floats, or bfloat16 bits. Stream: non-temporal stores of floats (y 32-byte
+// aligned; see streams_f32).
+template <bool Stream = false>
 LOWBIT_AVX2_INLINE void put16(float* y, __m256 a, __m256 b) {
-  _mm256_storeu_ps(y, a);
-  _mm256_storeu_ps(y + 8, b);
+  if constexpr (Stream) {
+    _mm256_stream_ps(y, a);
+    _mm256_stream_ps(y + 8, b);
+  } else {
+    _mm256_storeu_ps(y, a);
+    _mm256_storeu_ps(y + 8, b);
+  }
 }
+template <bool Stream = false>
 LOWBIT_AVX2_INLINE void put16(std::uint16_t* y, __m256 a, __m256 b) {
+  static_assert(!Stream, "bfloat16 outputs are half the size; they are not streamed");
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(y), pack_dwords_to_words(to_bf16_bits(a), to_bf16_bits(b)));
 }
 
-// 32 codes (bytes in element order) -> 32 results.
+// Whether a dequantizer writes n floats to y with non-temporal stores (stream_threshold_bytes,
+// kernels/avx2_common.hpp): float output, y 32-byte aligned and every store position a multiple of
+// 8 elements (`step`).
 template <class Out>
+inline bool streams_f32(const Out* y, std::size_t n, std::size_t step) noexcept {
+  return std::is_same<Out, float>::value && n >= stream_threshold_bytes / sizeof(float) && step % 8 == 0 &&
+         reinterpret_cast<std::uintptr_t>(y) % 32 == 0;
+}
+
+// 32 codes (bytes in element order) -> 32 results.
+template <bool Stream, class Out>
 LOWBIT_AVX2_INLINE void values32(__m256i codes, const dctx& d, Out* y) {
-  put16(y, values(widen8<0>(codes), d), values(widen8<1>(codes), d));
-  put16(y + 16, values(widen8<2>(codes), d), values(widen8<3>(codes), d));
+  put16<Stream>(y, values(widen8<0>(codes), d), values(widen8<1>(codes), d));
+  put16<Stream>(y + 16, values(widen8<2>(codes), d), values(widen8<3>(codes), d));
 }
 
 // n codes (bytes, or nibbles from an even element position) -> n results.
-template <bool Nibbles, class Out>
+template <bool Nibbles, bool Stream = false, class Out>
 LOWBIT_AVX2_INLINE void dequantize_run(const std::uint8_t* codes, std::size_t n, const dctx& d, Out* y) {
   std::size_t i = 0;
   for (; i + 32 <= n; i += 32) {
     const __m256i c = Nibbles ? load_nibbles(codes + i / 2)
                               : _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + i));
-    values32(c, d, y + i);
+    values32<Stream>(c, d, y + i);
   }
   if (i < n) {
     const std::size_t m = n - i;
@@ -558,10 +577,10 @@ LOWBIT_AVX2_INLINE void dequantize_run(const std::uint8_t* codes, std::size_t n,
     Out yb[32];
     if (Nibbles) {
       std::memcpy(cb, codes + i / 2, (m + 1) / 2);
-      values32(load_nibbles(cb), d, yb);
+      values32<false>(load_nibbles(cb), d, yb);
     } else {
       std::memcpy(cb, codes + i, m);
-      values32(_mm256_load_si256(reinterpret_cast<const __m256i*>(cb)), d, yb);
+      values32<false>(_mm256_load_si256(reinterpret_cast<const __m256i*>(cb)), d, yb);
     }
     std::memcpy(y + i, yb, m * sizeof(Out));
   }
@@ -1274,35 +1293,35 @@ LOWBIT_AVX2_INLINE __m256i stored_ok(__m256 v, int_scale_format fmt) {
 
 // 32 nibble codes minus an integer zero-point (both 0..15, so the difference fits a signed byte)
 // -> 32 results.
-template <class Out>
+template <bool Stream, class Out>
 LOWBIT_AVX2_INLINE void values32_small(__m256i codes, __m256i z8, __m256 s, Out* y) {
   const __m256i d = _mm256_sub_epi8(codes, z8);
   const __m128i lo = _mm256_castsi256_si128(d);
   const __m128i hi = _mm256_extracti128_si256(d, 1);
-  put16(y, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)), s),
-        _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))), s));
-  put16(y + 16, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)), s),
+  put16<Stream>(y, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)), s),
+                _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))), s));
+  put16<Stream>(y + 16, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)), s),
         _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))), s));
 }
 
 // One group of nibbles (starting at an even element) with an integer zero-point.
-template <class Out>
+template <bool Stream, class Out>
 LOWBIT_AVX2_INLINE void dequantize_nibbles(const std::uint8_t* codes, std::size_t n, int zero_point, __m256 s,
                                            Out* y) {
   const __m256i z8 = _mm256_set1_epi8(static_cast<char>(zero_point));
   std::size_t i = 0;
-  for (; i + 32 <= n; i += 32) values32_small(load_nibbles(codes + i / 2), z8, s, y + i);
+  for (; i + 32 <= n; i += 32) values32_small<Stream>(load_nibbles(codes + i / 2), z8, s, y + i);
   if (i < n) {
     const std::size_t m = n - i;
     alignas(32) std::uint8_t cb[16] = {};
     Out yb[32];
     std::memcpy(cb, codes + i / 2, (m + 1) / 2);
-    values32_small(load_nibbles(cb), z8, s, yb);
+    values32_small<false>(load_nibbles(cb), z8, s, yb);
     std::memcpy(y + i, yb, m * sizeof(Out));
   }
 }
 
-template <bool Nibbles, class Out>
+template <bool Nibbles, bool Stream, class Out>
 LOWBIT_TARGET_AVX2 inline std::size_t dequantize_groups_impl(const int_dequantize_job& j, Out* y, std::size_t first,
                                                              std::size_t last) noexcept {
   const std::size_t len = j.group_length;
@@ -1335,11 +1354,11 @@ LOWBIT_TARGET_AVX2 inline std::size_t dequantize_groups_impl(const int_dequantiz
       const std::size_t g = g0 + k;
       const int zp = j.zeros == nullptr ? j.zero_point : offsets ? 0 : static_cast<int>(zf[k]);
       if (Nibbles && !offsets) {
-        dequantize_nibbles(j.codes + g * len / 2, len, zp, _mm256_set1_ps(sv[k]), y + g * len);
+        dequantize_nibbles<Stream>(j.codes + g * len / 2, len, zp, _mm256_set1_ps(sv[k]), y + g * len);
       } else {
         const dctx d = make_dctx(sv[k], zp, offsets, zf[k]);
         const std::uint8_t* codes = Nibbles ? j.codes + g * len / 2 : j.codes + g * len;
-        dequantize_run<Nibbles>(codes, len, d, y + g * len);
+        dequantize_run<Nibbles, Stream>(codes, len, d, y + g * len);
       }
     }
     if (stop != 0) return g0 + done;
@@ -1439,6 +1458,7 @@ LOWBIT_TARGET_AVX2 inline errc ggml_quantize_q4_0(const float* x, std::size_t bl
   return errc::ok;
 }
 
+template <bool Stream>
 LOWBIT_TARGET_AVX2 inline void ggml_dequantize_q4_0(const unsigned char* x, std::size_t blocks, float* y) noexcept {
   const __m128i low = _mm_set1_epi8(0x0F);
   const __m256i eight = _mm256_set1_epi8(8);
@@ -1447,7 +1467,7 @@ LOWBIT_TARGET_AVX2 inline void ggml_dequantize_q4_0(const unsigned char* x, std:
     const __m256 d = _mm256_set1_ps(half_to_float(load_u16(xb)));
     const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(xb + 2));
     const __m256i codes = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(qs, 4), low), _mm_and_si128(qs, low));
-    values32_small(codes, eight, d, y + b * 32);
+    values32_small<Stream>(codes, eight, d, y + b * 32);
   }
 }
 
@@ -1512,14 +1532,17 @@ LOWBIT_TARGET_AVX2 inline errc ggml_quantize_q8_0(const float* x, std::size_t bl
   return errc::ok;
 }
 
+template <bool Stream>
 LOWBIT_TARGET_AVX2 inline void ggml_dequantize_q8_0(const unsigned char* x, std::size_t blocks, float* y) noexcept {
   for (std::size_t b = 0; b < blocks; ++b) {
     const unsigned char* xb = x + b * q8_0_bytes;
     const __m256 d = _mm256_set1_ps(half_to_float(load_u16(xb)));
     float* yb = y + b * 32;
-    for (int k = 0; k < 4; ++k) {
-      const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(xb + 2 + 8 * k));
-      _mm256_storeu_ps(yb + 8 * k, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), d));
+    for (int k = 0; k < 4; k += 2) {
+      const __m128i q0 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(xb + 2 + 8 * k));
+      const __m128i q1 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(xb + 10 + 8 * k));
+      put16<Stream>(yb + 8 * k, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q0)), d),
+                    _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q1)), d));
     }
   }
 }
@@ -1592,11 +1615,17 @@ inline std::size_t quantize_affine(const int_affine_job& j, std::size_t first, s
 inline std::size_t dequantize_groups(const int_dequantize_job& j, std::size_t first, std::size_t last) noexcept {
   const ieee_scope env;
   if (j.y_bf16 != nullptr) {
-    return j.packed_nibbles ? int_detail::dequantize_groups_impl<true>(j, j.y_bf16, first, last)
-                            : int_detail::dequantize_groups_impl<false>(j, j.y_bf16, first, last);
+    return j.packed_nibbles ? int_detail::dequantize_groups_impl<true, false>(j, j.y_bf16, first, last)
+                            : int_detail::dequantize_groups_impl<false, false>(j, j.y_bf16, first, last);
   }
-  return j.packed_nibbles ? int_detail::dequantize_groups_impl<true>(j, j.y, first, last)
-                          : int_detail::dequantize_groups_impl<false>(j, j.y, first, last);
+  if (int_detail::streams_f32(j.y, (last - first) * j.group_length, j.group_length)) {
+    const std::size_t r = j.packed_nibbles ? int_detail::dequantize_groups_impl<true, true>(j, j.y, first, last)
+                                           : int_detail::dequantize_groups_impl<false, true>(j, j.y, first, last);
+    _mm_sfence();
+    return r;
+  }
+  return j.packed_nibbles ? int_detail::dequantize_groups_impl<true, false>(j, j.y, first, last)
+                          : int_detail::dequantize_groups_impl<false, false>(j, j.y, first, last);
 }
 
 // ggml blocks on their bytes (18 per Q4_0 block, 34 per Q8_0 block). The quantizers return
@@ -1608,7 +1637,12 @@ inline errc ggml_quantize_q4_0(const float* x, std::size_t blocks, unsigned char
 }
 inline void ggml_dequantize_q4_0(const unsigned char* x, std::size_t blocks, float* y) noexcept {
   const ieee_scope env;
-  int_detail::ggml_dequantize_q4_0(x, blocks, y);
+  if (int_detail::streams_f32(y, blocks * 32, 32)) {
+    int_detail::ggml_dequantize_q4_0<true>(x, blocks, y);
+    _mm_sfence();
+  } else {
+    int_detail::ggml_dequantize_q4_0<false>(x, blocks, y);
+  }
 }
 inline errc ggml_quantize_q8_0(const float* x, std::size_t blocks, unsigned char* y) noexcept {
   const ieee_scope env;
@@ -1616,7 +1650,12 @@ inline errc ggml_quantize_q8_0(const float* x, std::size_t blocks, unsigned char
 }
 inline void ggml_dequantize_q8_0(const unsigned char* x, std::size_t blocks, float* y) noexcept {
   const ieee_scope env;
-  int_detail::ggml_dequantize_q8_0(x, blocks, y);
+  if (int_detail::streams_f32(y, blocks * 32, 32)) {
+    int_detail::ggml_dequantize_q8_0<true>(x, blocks, y);
+    _mm_sfence();
+  } else {
+    int_detail::ggml_dequantize_q8_0<false>(x, blocks, y);
+  }
 }
 
 }  // namespace avx2
