@@ -666,4 +666,55 @@ TEST(LargeDecode, StreamingStoresGiveTheScalarResult) {
   check_large_decode<lowbit::float6_e2m3fn, true>("e2m3fn packed -> float");
 }
 
+// Encodings that move 16 MiB or more (source and output) write whole 32-byte lines of output with
+// non-temporal stores from the first aligned element on (avx2_convert.hpp's encode_stream_start):
+// every layout (bytes, words, nibbles, sextets), stochastic rounding too, at destination offsets
+// that put that element anywhere in its line, against the scalar path.
+template <class T, bool Packed>
+void check_large_encode(const policy& p, bool stochastic, const std::string& name) {
+  constexpr std::size_t n = (std::size_t{16} << 20) / 4 + 77;
+  std::vector<float> x = gaussian(n, static_cast<float>(std::numeric_limits<T>::max()) / 4, 41);
+  std::vector<std::uint32_t> random(stochastic ? n : 0);
+  std::mt19937 gen(42);
+  for (auto& r : random) r = static_cast<std::uint32_t>(gen());
+  const std::uint32_t* rb = stochastic ? random.data() : nullptr;
+  const std::size_t bytes = Packed ? lowbit::packed_size<T>(n) : n * sizeof(T);
+  std::vector<std::uint8_t> expected(bytes);
+  {
+    const lowbit::scoped_isa use(isa::scalar);
+    if constexpr (Packed)
+      lowbit::convert_packed<T>(x.data(), expected.data(), n, p, rb);
+    else
+      lowbit::convert(x.data(), reinterpret_cast<T*>(expected.data()), n, p, rb);
+  }
+  std::vector<std::uint8_t> buffer(bytes + 64 + 1);
+  std::uint8_t* base = buffer.data();
+  while (reinterpret_cast<std::uintptr_t>(base) % 32 != 0) ++base;
+  const lowbit::scoped_isa use(isa::avx2);
+  for (std::size_t shift = 0; shift < 32; shift += sizeof(T) == 2 ? 6 : 5) {
+    std::uint8_t* dst = base + shift;
+    std::fill(buffer.begin(), buffer.end(), std::uint8_t{0xA5});
+    if constexpr (Packed)
+      lowbit::convert_packed<T>(x.data(), dst, n, p, rb);
+    else
+      lowbit::convert(x.data(), reinterpret_cast<T*>(dst), n, p, rb);
+    ASSERT_EQ(std::memcmp(dst, expected.data(), bytes), 0) << name << ", dst % 32 = " << shift;
+    ASSERT_EQ(dst[bytes], 0xA5) << name << ": wrote past the destination";
+    if (shift > 0) {
+      ASSERT_EQ(dst[-1], 0xA5) << name << ": wrote before the destination";
+    }
+  }
+}
+
+TEST(LargeEncode, StreamingStoresGiveTheScalarResult) {
+  REQUIRE_AVX2();
+  check_large_encode<lowbit::float8_e4m3fn, false>(policy{}, false, "float -> e4m3fn");
+  policy sr;
+  sr.rm = rounding::stochastic;
+  check_large_encode<lowbit::float8_e5m2, false>(sr, true, "float -> e5m2, stochastic");
+  check_large_encode<lowbit::bfloat16, false>(policy{}, false, "float -> bfloat16");
+  check_large_encode<lowbit::float4_e2m1fn, true>(policy{}, false, "float -> e2m1fn packed");
+  check_large_encode<lowbit::float6_e3m2fn, true>(policy{}, false, "float -> e3m2fn packed");
+}
+
 }  // namespace

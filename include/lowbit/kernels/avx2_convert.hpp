@@ -880,39 +880,97 @@ LOWBIT_AVX2_INLINE void encode_block(const reader<From>& read, const From* src, 
   }
 }
 
-template <class F, rounding RM, bool General, layout L, class From>
-LOWBIT_TARGET_AVX2 void encode_loop(const From* src, std::uint8_t* dst, std::size_t n, const encode_setup& setup,
-                                    const std::uint32_t* random_bits) noexcept {
-  const encode_vectors v = broadcast(setup);
-  const reader<From> read;
-  const bool have_random = RM == rounding::stochastic && random_bits != nullptr;
-  std::size_t i = 0;
-  // The loop does more work per cache line than a plain copy, so the out-of-order window alone
-  // keeps too few lines in flight to stream from DRAM: prefetch the source (and random bits).
+// The loop does more work per cache line than a plain copy, so the out-of-order window alone
+// keeps too few lines in flight to stream from DRAM: prefetch the source (and random bits).
+template <class From>
+LOWBIT_AVX2_INLINE void prefetch_ahead(const From* src, const std::uint32_t* random_bits) {
   constexpr std::size_t ahead = LOWBIT_PREFETCH_BYTES / sizeof(From);
-  for (; i + 32 + ahead <= n; i += 32) {
-    _mm_prefetch(reinterpret_cast<const char*>(src + i + ahead), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(src + i + ahead) + 64, _MM_HINT_T0);
-    if (have_random) {
-      _mm_prefetch(reinterpret_cast<const char*>(random_bits + i + ahead), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(random_bits + i + ahead) + 64, _MM_HINT_T0);
+  _mm_prefetch(reinterpret_cast<const char*>(src + ahead), _MM_HINT_T0);
+  _mm_prefetch(reinterpret_cast<const char*>(src + ahead) + 64, _MM_HINT_T0);
+  if (random_bits != nullptr) {
+    _mm_prefetch(reinterpret_cast<const char*>(random_bits + ahead), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(random_bits + ahead) + 64, _MM_HINT_T0);
+  }
+}
+
+// Blocks encoded per streamed chunk: each chunk goes to an L1 staging buffer, then out with
+// non-temporal stores (a whole number of 32-byte lines in every layout).
+constexpr std::size_t stream_chunk = 32 * 32;
+
+// Elements [0, n) of src into dst. Stream (dst + every chunk 32-byte aligned; see
+// encode_stream_start): whole chunks go out with non-temporal stores, the rest as usual.
+template <class F, rounding RM, bool General, layout L, bool Stream, class From>
+LOWBIT_AVX2_INLINE void encode_range(const reader<From>& read, const encode_vectors& v, const From* src,
+                                     std::uint8_t* dst, std::size_t n, const std::uint32_t* random_bits) {
+  constexpr std::size_t ahead = LOWBIT_PREFETCH_BYTES / sizeof(From);
+  const std::uint32_t* rb = RM == rounding::stochastic ? random_bits : nullptr;
+  std::size_t i = 0;
+  if constexpr (Stream) {
+    alignas(32) std::uint8_t stage[layout_bytes<L>(stream_chunk)];
+    static_assert(sizeof stage % 32 == 0, "whole lines");
+    for (; i + stream_chunk + ahead <= n; i += stream_chunk) {
+      for (std::size_t b = 0; b < stream_chunk; b += 32) {
+        prefetch_ahead(src + i + b, rb != nullptr ? rb + i + b : nullptr);
+        encode_block<F, RM, General, L>(read, src + i + b, rb != nullptr ? rb + i + b : nullptr,
+                                         stage + layout_bytes<L>(b), v);
+      }
+      std::uint8_t* out = dst + layout_bytes<L>(i);
+      for (std::size_t k = 0; k < sizeof stage; k += 32)
+        _mm256_stream_si256(reinterpret_cast<__m256i*>(out + k),
+                            _mm256_load_si256(reinterpret_cast<const __m256i*>(stage + k)));
     }
-    encode_block<F, RM, General, L>(read, src + i, have_random ? random_bits + i : nullptr, dst + layout_bytes<L>(i), v);
+  }
+  for (; i + 32 + ahead <= n; i += 32) {
+    prefetch_ahead(src + i, rb != nullptr ? rb + i : nullptr);
+    encode_block<F, RM, General, L>(read, src + i, rb != nullptr ? rb + i : nullptr, dst + layout_bytes<L>(i), v);
   }
   for (; i + 32 <= n; i += 32)
-    encode_block<F, RM, General, L>(read, src + i, have_random ? random_bits + i : nullptr, dst + layout_bytes<L>(i), v);
+    encode_block<F, RM, General, L>(read, src + i, rb != nullptr ? rb + i : nullptr, dst + layout_bytes<L>(i), v);
   if (i < n) {
     // The tail goes through the same code on a zero-padded copy (zero encodes to code 0 in
     // every format, so padding never leaks into a shared last byte).
     const std::size_t m = n - i;
     From s[32] = {};
-    std::uint32_t rb[32] = {};
+    std::uint32_t r[32] = {};
     std::uint8_t d[64];
     std::memcpy(s, src + i, m * sizeof(From));
-    if (have_random) std::memcpy(rb, random_bits + i, m * sizeof(std::uint32_t));
-    encode_block<F, RM, General, L>(read, s, rb, d, v);
+    if (rb != nullptr) std::memcpy(r, rb + i, m * sizeof(std::uint32_t));
+    encode_block<F, RM, General, L>(read, s, r, d, v);
     std::memcpy(dst + layout_bytes<L>(i), d, layout_bytes<L>(m));
   }
+}
+
+// The element from which an encoding of n elements into dst streams: the first one whose output
+// byte is 32-byte aligned and that starts a whole byte of the layout; n when there is none, or
+// when the call moves fewer than stream_threshold_bytes (source and output together: beyond
+// that the output cannot stay in the caches anyway).
+template <layout L, class From>
+inline std::size_t encode_stream_start(const std::uint8_t* dst, std::size_t n) noexcept {
+  if (layout_bytes<L>(n) + n * sizeof(From) < stream_threshold_bytes) return n;
+  constexpr std::size_t granule = L == layout::nibbles ? 2 : L == layout::sextets ? 4 : 1;
+  const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(dst);
+  for (std::size_t m = 0; m < 32 * granule; m += granule)
+    if ((a + layout_bytes<L>(m)) % 32 == 0) return m;
+  return n;  // float16 / bfloat16 output at an odd address
+}
+
+template <class F, rounding RM, bool General, layout L, class From>
+LOWBIT_TARGET_AVX2 void encode_loop(const From* src, std::uint8_t* dst, std::size_t n, const encode_setup& setup,
+                                    const std::uint32_t* random_bits) noexcept {
+  const encode_vectors v = broadcast(setup);
+  const reader<From> read;
+  // Streaming for the simple policies only: the general variant is rare enough not to double.
+  const std::size_t m = General ? n : encode_stream_start<L, From>(dst, n);
+  if constexpr (!General) {
+    if (m < n) {
+      encode_range<F, RM, General, L, false>(read, v, src, dst, m, random_bits);
+      encode_range<F, RM, General, L, true>(read, v, src + m, dst + layout_bytes<L>(m), n - m,
+                                            random_bits != nullptr ? random_bits + m : nullptr);
+      _mm_sfence();
+      return;
+    }
+  }
+  encode_range<F, RM, General, L, false>(read, v, src, dst, n, random_bits);
 }
 
 // The simple-policy blocks are compiled for the common rounding modes only; the others (and every
