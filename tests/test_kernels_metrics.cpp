@@ -130,7 +130,11 @@ TEST(KernelsMetrics, ErrorSumsMatchTheReference) {
   if (!lowbit::is_supported(isa::avx2)) GTEST_SKIP() << "no AVX2 on this CPU";
   std::mt19937 gen(1);
   int checked = 0;
-  for (std::size_t n = 0; n <= 300; n += (n < 70 ? 1 : 23)) {
+  std::vector<std::size_t> lengths;
+  for (std::size_t n = 0; n <= 300; n += (n < 70 ? 1 : 23)) lengths.push_back(n);
+  // Around the prefetching main loop (16 per step, from 528 = 16 + 512 elements on).
+  for (std::size_t n : {527u, 528u, 529u, 543u, 544u, 551u, 1000u, 4103u}) lengths.push_back(n);
+  for (const std::size_t n : lengths) {
     for (int variant = 0; variant < 14; ++variant) {
       std::vector<float> r, t;
       fill(r, t, n, variant, gen);
