@@ -527,6 +527,16 @@ inline void store_values(bfloat16* y, const float* v, std::size_t n) noexcept {
   for (std::size_t i = 0; i < n; ++i) y[i] = encode<bfloat16>(v[i]);
 }
 
+// The grouping of a bulk call, after its arguments are checked: int_groups' errors first, then a
+// null input, output or scale buffer, or null zeros for a scheme that has them -> bad_argument.
+inline result<int_grouping> checked_groups(const int_params& p, std::size_t rows, std::size_t cols, const void* in,
+                                           const void* out, const float* scales, const float* zeros) noexcept {
+  result<int_grouping> g = int_groups(p, rows, cols);
+  if (g.ok() && (in == nullptr || out == nullptr || scales == nullptr || (has_zero_points(p) && zeros == nullptr)))
+    g.status = errc::bad_argument;
+  return g;
+}
+
 // The group loop of quantize_int and quantize_int_packed: the fused SIMD job takes the groups it
 // can, the per-group codec the rest; write_codes(i, x_i, random_i, codec) stores group i's codes,
 // then the scale and zero-point are stored here. On an error, the groups before the failing one
@@ -567,10 +577,8 @@ inline const std::uint32_t* rounding_bits(const int_params& p, const std::uint32
                                          const std::uint32_t* random_bits = nullptr,
                                          const int_kernels& k = active_int_kernels()) noexcept {
   const kernels::int_env env(k);  // MXCSR-independent, whichever table
-  const result<int_grouping> g = int_groups(p, rows, cols);
+  const result<int_grouping> g = detail::checked_groups(p, rows, cols, x, codes, scales, zeros);
   if (!g.ok()) return g.status;
-  if (x == nullptr || codes == nullptr || scales == nullptr || (has_zero_points(p) && zeros == nullptr))
-    return errc::bad_argument;
   const std::size_t len = g.value.group_length;
   const std::uint32_t* rb = detail::rounding_bits(p, random_bits);
   const detail::fused_quantize fused(p, k, len, false, codes, x, rb, scales, zeros);
@@ -588,10 +596,8 @@ inline const std::uint32_t* rounding_bits(const int_params& p, const std::uint32
                                                 float* zeros, const std::uint32_t* random_bits = nullptr,
                                                 const int_kernels& k = active_int_kernels()) noexcept {
   const kernels::int_env env(k);  // MXCSR-independent, whichever table
-  const result<int_grouping> g = int_groups(p, rows, cols);
+  const result<int_grouping> g = detail::checked_groups(p, rows, cols, x, packed, scales, zeros);
   if (!g.ok()) return g.status;
-  if (x == nullptr || packed == nullptr || scales == nullptr || (has_zero_points(p) && zeros == nullptr))
-    return errc::bad_argument;
   const std::size_t len = g.value.group_length;
   packed[packed_bytes(rows * cols, p.bits) - 1] = 0;  // its unused high bits stay zero
   const std::uint32_t* rb = detail::rounding_bits(p, random_bits);
@@ -617,10 +623,8 @@ inline const std::uint32_t* rounding_bits(const int_params& p, const std::uint32
                                                std::uint8_t* codes, const std::uint32_t* random_bits = nullptr,
                                                const int_kernels& k = active_int_kernels()) noexcept {
   const kernels::int_env env(k);  // MXCSR-independent, whichever table
-  const result<int_grouping> g = int_groups(p, rows, cols);
+  const result<int_grouping> g = detail::checked_groups(p, rows, cols, x, codes, scales, zeros);
   if (!g.ok()) return g.status;
-  if (x == nullptr || codes == nullptr || scales == nullptr || (has_zero_points(p) && zeros == nullptr))
-    return errc::bad_argument;
   const std::size_t len = g.value.group_length;
   const std::uint32_t* rb = p.rm == rounding::stochastic ? random_bits : nullptr;
   for (std::size_t i = 0; i < g.value.group_count; ++i) {
@@ -640,10 +644,8 @@ inline const std::uint32_t* rounding_bits(const int_params& p, const std::uint32
                                            const int_params& p, const float* scales, const float* zeros, float* y,
                                            const int_kernels& k = active_int_kernels()) noexcept {
   const kernels::int_env env(k);  // MXCSR-independent, whichever table
-  const result<int_grouping> g = int_groups(p, rows, cols);
+  const result<int_grouping> g = detail::checked_groups(p, rows, cols, codes, y, scales, zeros);
   if (!g.ok()) return g.status;
-  if (codes == nullptr || y == nullptr || scales == nullptr || (has_zero_points(p) && zeros == nullptr))
-    return errc::bad_argument;
   const std::size_t len = g.value.group_length;
   kernels::int_dequantize_job job;
   const bool fused = detail::dequantize_job(p, k, len, scales, zeros, &job);
@@ -664,10 +666,8 @@ inline status dequantize_int_packed(const std::uint8_t* packed, std::size_t rows
                                     const int_params& p, const float* scales, const float* zeros, T* y,
                                     const int_kernels& k) noexcept {
   const kernels::int_env env(k);  // MXCSR-independent, whichever table
-  const result<int_grouping> g = int_groups(p, rows, cols);
+  const result<int_grouping> g = detail::checked_groups(p, rows, cols, packed, y, scales, zeros);
   if (!g.ok()) return g.status;
-  if (packed == nullptr || y == nullptr || scales == nullptr || (has_zero_points(p) && zeros == nullptr))
-    return errc::bad_argument;
   const std::size_t len = g.value.group_length;
   kernels::int_dequantize_job job;
   const bool fused = (p.bits == 8 || (p.bits == 4 && len % 2 == 0)) && dequantize_job(p, k, len, scales, zeros, &job);
