@@ -73,6 +73,8 @@
 
 #if LOWBIT_HAS_AVX2_KERNELS
 #include <immintrin.h>
+
+#include "avx2_common.hpp"
 #endif
 
 namespace lowbit {
@@ -203,15 +205,7 @@ LOWBIT_BLOCK_INLINE __m256i load8(const bfloat16* p) {
 }
 
 // Lane i: the maximum of the 8 lanes of m[i] (signed; used on |x| bit patterns).
-LOWBIT_BLOCK_INLINE __m256i transpose_max8(const __m256i m[8]) {
-  const __m256i t0 = _mm256_max_epi32(_mm256_unpacklo_epi32(m[0], m[1]), _mm256_unpackhi_epi32(m[0], m[1]));
-  const __m256i t1 = _mm256_max_epi32(_mm256_unpacklo_epi32(m[2], m[3]), _mm256_unpackhi_epi32(m[2], m[3]));
-  const __m256i t2 = _mm256_max_epi32(_mm256_unpacklo_epi32(m[4], m[5]), _mm256_unpackhi_epi32(m[4], m[5]));
-  const __m256i t3 = _mm256_max_epi32(_mm256_unpacklo_epi32(m[6], m[7]), _mm256_unpackhi_epi32(m[6], m[7]));
-  const __m256i u0 = _mm256_max_epi32(_mm256_unpacklo_epi64(t0, t1), _mm256_unpackhi_epi64(t0, t1));
-  const __m256i u1 = _mm256_max_epi32(_mm256_unpacklo_epi64(t2, t3), _mm256_unpackhi_epi64(t2, t3));
-  return _mm256_max_epi32(_mm256_permute2x128_si256(u0, u1, 0x20), _mm256_permute2x128_si256(u0, u1, 0x31));
-}
+LOWBIT_BLOCK_INLINE __m256i transpose_max8(const __m256i m[8]) { return ::lowbit::kernels::avx2::reduce8_max_epi32(m); }
 
 // ------------------------------------------------------------------------------------------------
 // The element encoder: |x| * 2^-s rounded into format F (see the header for the derivation).

@@ -46,6 +46,25 @@ namespace avx2 {
 // avx2_block.hpp's dequantizers use the same size).
 inline constexpr std::size_t stream_threshold_bytes = std::size_t{16} << 20;
 
+// Lane-wise signed 32-bit maximum, for reduce8.
+struct max_epi32_op {
+  LOWBIT_AVX2_INLINE __m256i operator()(__m256i a, __m256i b) const { return _mm256_max_epi32(a, b); }
+};
+
+// Lane k of the result = op folded over the lanes of v[k] (an 8x8 transpose folded into op, which
+// must be commutative and associative on the values at hand).
+template <class Op>
+LOWBIT_AVX2_INLINE __m256i reduce8(const __m256i v[8], Op op) {
+  const __m256i a = op(_mm256_unpacklo_epi32(v[0], v[1]), _mm256_unpackhi_epi32(v[0], v[1]));
+  const __m256i b = op(_mm256_unpacklo_epi32(v[2], v[3]), _mm256_unpackhi_epi32(v[2], v[3]));
+  const __m256i c = op(_mm256_unpacklo_epi32(v[4], v[5]), _mm256_unpackhi_epi32(v[4], v[5]));
+  const __m256i d = op(_mm256_unpacklo_epi32(v[6], v[7]), _mm256_unpackhi_epi32(v[6], v[7]));
+  const __m256i ab = op(_mm256_unpacklo_epi64(a, b), _mm256_unpackhi_epi64(a, b));
+  const __m256i cd = op(_mm256_unpacklo_epi64(c, d), _mm256_unpackhi_epi64(c, d));
+  return op(_mm256_permute2x128_si256(ab, cd, 0x20), _mm256_permute2x128_si256(ab, cd, 0x31));
+}
+LOWBIT_AVX2_INLINE __m256i reduce8_max_epi32(const __m256i v[8]) { return reduce8(v, max_epi32_op{}); }
+
 // 32 codes held one per 32-bit lane in c[0..3] (element k in lane k % 8 of c[k / 8]) -> 32 bytes
 // in element order. Values must lie in 0..255.
 LOWBIT_AVX2_INLINE __m256i pack_dwords_to_bytes(const __m256i c[4]) {

@@ -604,10 +604,7 @@ LOWBIT_TARGET_AVX2 inline void roundtrip(const float* x, std::size_t n, const in
 // ------------------------------------------------------------------------------------------------
 // Batches of 8 groups: one lane per group
 
-// Lane-wise operations for reduce8.
-struct max_epi32_op {
-  LOWBIT_AVX2_INLINE __m256i operator()(__m256i a, __m256i b) const { return _mm256_max_epi32(a, b); }
-};
+// Lane-wise operations for reduce8 (kernels/avx2_common.hpp).
 struct min_ps_op {
   LOWBIT_AVX2_INLINE __m256i operator()(__m256i a, __m256i b) const {
     return _mm256_castps_si256(_mm256_min_ps(_mm256_castsi256_ps(a), _mm256_castsi256_ps(b)));
@@ -622,19 +619,6 @@ struct or_op {
   LOWBIT_AVX2_INLINE __m256i operator()(__m256i a, __m256i b) const { return _mm256_or_si256(a, b); }
 };
 
-// Lane k of the result = op folded over the lanes of v[k] (an 8x8 transpose folded into op, which
-// must be commutative and associative on the values at hand).
-template <class Op>
-LOWBIT_AVX2_INLINE __m256i reduce8(const __m256i v[8], Op op) {
-  const __m256i a = op(_mm256_unpacklo_epi32(v[0], v[1]), _mm256_unpackhi_epi32(v[0], v[1]));
-  const __m256i b = op(_mm256_unpacklo_epi32(v[2], v[3]), _mm256_unpackhi_epi32(v[2], v[3]));
-  const __m256i c = op(_mm256_unpacklo_epi32(v[4], v[5]), _mm256_unpackhi_epi32(v[4], v[5]));
-  const __m256i d = op(_mm256_unpacklo_epi32(v[6], v[7]), _mm256_unpackhi_epi32(v[6], v[7]));
-  const __m256i ab = op(_mm256_unpacklo_epi64(a, b), _mm256_unpackhi_epi64(a, b));
-  const __m256i cd = op(_mm256_unpacklo_epi64(c, d), _mm256_unpackhi_epi64(c, d));
-  return op(_mm256_permute2x128_si256(ab, cd, 0x20), _mm256_permute2x128_si256(ab, cd, 0x31));
-}
-LOWBIT_AVX2_INLINE __m256i reduce8_max_epi32(const __m256i v[8]) { return reduce8(v, max_epi32_op{}); }
 
 // Lane-wise largest |x| of a group of n >= 1 values (as bits; NaN and Inf compare above every
 // finite value). Masked loads for the last partial vector.
