@@ -940,18 +940,25 @@ LOWBIT_AVX2_INLINE void encode_range(const reader<From>& read, const encode_vect
   }
 }
 
-// The element from which an encoding of n elements into dst streams: the first one whose output
-// byte is 32-byte aligned and that starts a whole byte of the layout; n when there is none, or
-// when the call moves fewer than stream_threshold_bytes (source and output together: beyond
-// that the output cannot stay in the caches anyway).
+// The first element m, a multiple of granule (the element offsets a step may start at), whose
+// output byte dst + bytes_of(m) is 32-byte aligned: where streaming starts. n when there is none
+// (a float16 output at an odd address, a float one at an address not a multiple of 4).
+template <class BytesOf>
+inline std::size_t first_aligned_element(const void* dst, std::size_t n, std::size_t granule, BytesOf bytes_of) noexcept {
+  const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(dst);
+  for (std::size_t m = 0; m < 32 * granule && m < n; m += granule)
+    if ((a + bytes_of(m)) % 32 == 0) return m;
+  return n;
+}
+
+// The element from which an encoding of n elements into dst streams, or n when the call moves
+// fewer than stream_threshold_bytes (source and output together: beyond that the output cannot
+// stay in the caches anyway).
 template <layout L, class From>
 inline std::size_t encode_stream_start(const std::uint8_t* dst, std::size_t n) noexcept {
   if (layout_bytes<L>(n) + n * sizeof(From) < stream_threshold_bytes) return n;
   constexpr std::size_t granule = L == layout::nibbles ? 2 : L == layout::sextets ? 4 : 1;
-  const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(dst);
-  for (std::size_t m = 0; m < 32 * granule; m += granule)
-    if ((a + layout_bytes<L>(m)) % 32 == 0) return m;
-  return n;  // float16 / bfloat16 output at an odd address
+  return first_aligned_element(dst, n, granule, layout_bytes<L>);
 }
 
 template <class F, rounding RM, bool General, layout L, class From>
@@ -960,8 +967,8 @@ LOWBIT_TARGET_AVX2 void encode_loop(const From* src, std::uint8_t* dst, std::siz
   const encode_vectors v = broadcast(setup);
   const reader<From> read;
   // Streaming for the simple policies only: the general variant is rare enough not to double.
-  const std::size_t m = General ? n : encode_stream_start<L, From>(dst, n);
   if constexpr (!General) {
+    const std::size_t m = encode_stream_start<L, From>(dst, n);
     if (m < n) {
       encode_range<F, RM, General, L, false>(read, v, src, dst, m, random_bits);
       encode_range<F, RM, General, L, true>(read, v, src + m, dst + layout_bytes<L>(m), n - m,
@@ -1011,7 +1018,7 @@ void encode_dispatch(const From* src, std::uint8_t* dst, std::size_t n, const po
   }
 }
 
-// Stream: non-temporal stores (dst 32-byte aligned; see stream_start).
+// Stream: non-temporal stores (dst 32-byte aligned; see decode_stream_start).
 template <bool Stream = false>
 LOWBIT_AVX2_INLINE void store32(float* dst, const __m256i v[4]) {
   if constexpr (Stream) {
@@ -1154,18 +1161,16 @@ LOWBIT_AVX2_INLINE void decode_range(const Source& s, float* dst, std::size_t i,
   }
 }
 
-// The element from which a decoder of n floats into dst streams (dst + it is 32-byte aligned and a
-// multiple of granule), or n when it does not stream.
-inline std::size_t stream_start(const float* dst, std::size_t n, std::size_t granule) noexcept {
-  const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(dst);
-  if (n < stream_threshold_bytes / sizeof(float) || a % sizeof(float) != 0) return n;
-  const std::size_t head = (32 - a % 32) % 32 / sizeof(float);
-  return head % granule == 0 ? head : n;
+// The element from which a decoder of n floats into dst streams, or n when it does not (an output
+// below stream_threshold_bytes).
+inline std::size_t decode_stream_start(const float* dst, std::size_t n, std::size_t granule) noexcept {
+  if (n < stream_threshold_bytes / sizeof(float)) return n;
+  return first_aligned_element(dst, n, granule, [](std::size_t m) { return m * sizeof(float); });
 }
 
 template <class Source>
 LOWBIT_TARGET_AVX2 void decode_all(const Source& s, float* dst, std::size_t n) noexcept {
-  const std::size_t k = stream_start(dst, n, Source::granule);
+  const std::size_t k = decode_stream_start(dst, n, Source::granule);
   decode_range<false>(s, dst, 0, k);
   if (k < n) {
     decode_range<true>(s, dst, k, n);

@@ -52,16 +52,12 @@ namespace kernels {
 // Storage format of a scale, as the fused kernels see it (schemes/integer.hpp's scale_storage).
 enum class int_scale_format : std::uint8_t { float32, float16, bfloat16 };
 
-// One call of quantize_symmetric: groups of group_length consecutive values of x, symmetric
-// minmax scheme: scale = stored(amax / divisor), codes u = clamp(round(x / scale) + zero_point,
-// code_min, code_max) (schemes/integer.hpp's make_int_codec and int_ref::quantize).
-struct int_symmetric_job {
+// What every whole-matrix quantization job reads and writes: groups of group_length consecutive
+// values of x, their codes and their scales.
+struct int_quantize_io {
   const float* x = nullptr;
   std::size_t group_length = 0;
-  float divisor = 1.0f;          // 2^(b-1) - 1 (restricted) or 2^(b-1) - 1/2 (full)
-  int zero_point = 0;            // 2^(b-1)
-  int code_min = 0;              // 1 for the restricted range, else 0
-  int code_max = 255;            // 2^b - 1
+  int code_max = 255;  // 2^b - 1
   int_scale_format scale_format = int_scale_format::float32;
   rounding rm = rounding::nearest_even;
   const std::uint32_t* random_bits = nullptr;  // stochastic: one per element of x, else null
@@ -70,26 +66,25 @@ struct int_symmetric_job {
   float* scales = nullptr;        // one per group
 };
 
-// One call of quantize_affine: groups of group_length consecutive values of x, affine minmax
-// scheme (schemes/integer.hpp's make_int_codec and int_ref::quantize): [lo, hi] the group's range,
-// widened to contain 0 for an integer zero-point when widen_to_zero or lo == hi;
-// scale = stored((hi - lo) / code_max), computed in double; then an integer zero-point
-// z = clamp(round_even(-lo / scale), 0, code_max) and codes u = clamp(round(x / scale) + z, 0,
-// code_max), or (offset) a float offset m = stored(lo) and u = clamp(round((x - m) / scale), 0,
-// code_max). A scale of 0 gives every code 0.
-struct int_affine_job {
-  const float* x = nullptr;
-  std::size_t group_length = 0;
-  bool offset = false;          // affine_offset (KIVI): a float offset instead of a zero-point
-  bool widen_to_zero = true;    // integer zero-point: range_includes_zero
-  int code_max = 255;           // 2^b - 1
-  int_scale_format scale_format = int_scale_format::float32;
-  rounding rm = rounding::nearest_even;
-  const std::uint32_t* random_bits = nullptr;  // stochastic: one per element of x, else null
-  std::uint8_t* codes = nullptr;  // one per byte, or (pack_nibbles) two per byte as pack_codes(4)
-  bool pack_nibbles = false;      // needs code_max <= 15 and an even group_length
-  float* scales = nullptr;        // one per group
-  float* zeros = nullptr;         // one per group: the zero-point as a float, or the offset
+// One call of quantize_symmetric: symmetric minmax scheme, scale = stored(amax / divisor), codes
+// u = clamp(round(x / scale) + zero_point, code_min, code_max) (schemes/integer.hpp's
+// make_int_codec and int_ref::quantize).
+struct int_symmetric_job : int_quantize_io {
+  float divisor = 1.0f;  // 2^(b-1) - 1 (restricted) or 2^(b-1) - 1/2 (full)
+  int zero_point = 0;    // 2^(b-1)
+  int code_min = 0;      // 1 for the restricted range, else 0
+};
+
+// One call of quantize_affine: affine minmax scheme (schemes/integer.hpp's make_int_codec and
+// int_ref::quantize): [lo, hi] the group's range, widened to contain 0 for an integer zero-point
+// when widen_to_zero or lo == hi; scale = stored((hi - lo) / code_max), computed in double; then an
+// integer zero-point z = clamp(round_even(-lo / scale), 0, code_max) and codes
+// u = clamp(round(x / scale) + z, 0, code_max), or (offset) a float offset m = stored(lo) and
+// u = clamp(round((x - m) / scale), 0, code_max). A scale of 0 gives every code 0.
+struct int_affine_job : int_quantize_io {
+  bool offset = false;         // affine_offset (KIVI): a float offset instead of a zero-point
+  bool widen_to_zero = true;   // integer zero-point: range_includes_zero
+  float* zeros = nullptr;      // one per group: the zero-point as a float, or the offset
 };
 
 // One call of dequantize_groups: y = the values of the codes of consecutive groups, validating

@@ -393,6 +393,14 @@ inline kernels::int_scale_format kernel_scale_format(scale_storage f) noexcept {
   return kernels::int_scale_format::float32;
 }
 
+// The parts of a whole-matrix quantization job that come from p and the group length.
+inline void set_job_params(const int_params& p, std::size_t len, kernels::int_quantize_io* j) noexcept {
+  j->group_length = len;
+  j->code_max = max_code(p.bits);
+  j->scale_format = kernel_scale_format(p.scale_format);
+  j->rm = p.rm;
+}
+
 // The whole-matrix job for the symmetric minmax schemes (restricted or full range), when k is a
 // SIMD table; false otherwise.
 inline bool symmetric_job(const int_params& p, const int_kernels& k, std::size_t len,
@@ -401,13 +409,10 @@ inline bool symmetric_job(const int_params& p, const int_kernels& k, std::size_t
       p.search != scale_search::minmax)
     return false;
   const double half = symmetric_zero_point(p.bits);
-  j->group_length = len;
+  set_job_params(p, len, j);
   j->divisor = static_cast<float>(p.range == int_range::restricted ? half - 1.0 : half - 0.5);  // exact
   j->zero_point = symmetric_zero_point(p.bits);
   j->code_min = p.range == int_range::restricted ? 1 : 0;
-  j->code_max = max_code(p.bits);
-  j->scale_format = kernel_scale_format(p.scale_format);
-  j->rm = p.rm;
   return true;
 }
 
@@ -415,12 +420,9 @@ inline bool symmetric_job(const int_params& p, const int_kernels& k, std::size_t
 // is a SIMD table; false otherwise.
 inline bool affine_job(const int_params& p, const int_kernels& k, std::size_t len, kernels::int_affine_job* j) noexcept {
   if (!kernels::int_fused(k) || p.scheme == int_scheme::symmetric || p.search != scale_search::minmax) return false;
-  j->group_length = len;
+  set_job_params(p, len, j);
   j->offset = p.scheme == int_scheme::affine_offset;
   j->widen_to_zero = p.range_includes_zero;
-  j->code_max = max_code(p.bits);
-  j->scale_format = kernel_scale_format(p.scale_format);
-  j->rm = p.rm;
   return true;
 }
 
@@ -433,23 +435,22 @@ class fused_quantize {
   fused_quantize(const int_params& p, const int_kernels& k, std::size_t len, bool packed, std::uint8_t* codes,
                  const float* x, const std::uint32_t* random_bits, float* scales, float* zeros) noexcept {
     if (packed && !(p.bits == 8 || (p.bits == 4 && len % 2 == 0))) return;
-    const bool nibbles = packed && p.bits == 4;
+    kernels::int_quantize_io* io = nullptr;
     if (symmetric_job(p, k, len, &sym_)) {
       kind_ = job_kind::symmetric;
-      sym_.x = x;
-      sym_.random_bits = random_bits;
-      sym_.codes = codes;
-      sym_.pack_nibbles = nibbles;
-      sym_.scales = scales;
+      io = &sym_;
     } else if (affine_job(p, k, len, &aff_)) {
       kind_ = job_kind::affine;
-      aff_.x = x;
-      aff_.random_bits = random_bits;
-      aff_.codes = codes;
-      aff_.pack_nibbles = nibbles;
-      aff_.scales = scales;
       aff_.zeros = zeros;
+      io = &aff_;
+    } else {
+      return;
     }
+    io->x = x;
+    io->random_bits = random_bits;
+    io->codes = codes;
+    io->pack_nibbles = packed && p.bits == 4;
+    io->scales = scales;
   }
 
   std::size_t run(std::size_t first, std::size_t last) const noexcept {
