@@ -430,6 +430,60 @@ TEST(Nvfp4Layout, GgmlBlockNvfp4) {
   EXPECT_EQ(lb::nvfp4_to_ggml(planar.data(), scales, 48, &g).code(), errc::bad_block_size);
 }
 
+// ggml's decoding of a block_nvfp4 scale byte, as ggml_ue4m3_to_fp32 (ggml-impl.h) writes it:
+// 0x00 and 0x7F are 0; otherwise exponent (x >> 3) & 0xF (the top bit is ignored) and mantissa
+// x & 7, subnormal below exponent 1; the result is halved to pair with the doubled E2M1 table.
+float ggml_ue4m3_to_fp32(std::uint8_t x) {
+  if (x == 0 || x == 0x7F) return 0.0f;
+  const int exp = (x >> 3) & 0xF;
+  const int man = x & 0x7;
+  const float raw = exp == 0 ? std::ldexp(static_cast<float>(man), -9)
+                             : std::ldexp(1.0f + static_cast<float>(man) / 8.0f, exp - 7);
+  return raw * 0.5f;
+}
+
+TEST(Nvfp4Layout, GgmlScaleBytesDecodeAsGgmlDecodesThem) {
+  // Regression: 0xFF was masked to 0x7F and then read as ggml's zero; ggml reads it as 480.
+  // Every element code in every sub-block, one scale byte per block: after nvfp4_from_ggml,
+  // lowbit's decoding of each element equals ggml's kvalue * ue4m3 for all 255 bytes that have
+  // an E4M3FN equivalent. 0xFF (480) has none: scale_overflow, the outputs untouched.
+  static const int kvalues[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+  for (int byte = 0; byte < 256; ++byte) {
+    lb::ggml_block_nvfp4 g{};
+    for (std::size_t s = 0; s < 4; ++s) g.d[s] = static_cast<std::uint8_t>(byte);
+    for (std::size_t j = 0; j < 32; ++j) g.qs[j] = static_cast<std::uint8_t>((j % 16) | (15 - j % 16) << 4);
+    std::vector<std::uint8_t> e(32, 0xEE), sc(4, 0xEE);
+    const lb::status st = lb::nvfp4_from_ggml(&g, 64, e.data(), sc.data());
+    if (byte == 0xFF) {
+      EXPECT_EQ(st.code(), errc::scale_overflow);
+      EXPECT_EQ(e, std::vector<std::uint8_t>(32, 0xEE));
+      EXPECT_EQ(sc, std::vector<std::uint8_t>(4, 0xEE));
+      continue;
+    }
+    ASSERT_TRUE(st.ok()) << byte;
+    std::vector<float> y(64);
+    ASSERT_TRUE(lb::nvfp4_dequantize(e.data(), sc.data(), 64, y.data(), single).ok());
+    const float d = ggml_ue4m3_to_fp32(static_cast<std::uint8_t>(byte));
+    for (std::size_t s = 0; s < 4; ++s) {
+      for (std::size_t j = 0; j < 8; ++j) {
+        const std::uint8_t q = g.qs[8 * s + j];
+        EXPECT_EQ(y[16 * s + j], static_cast<float>(kvalues[q & 0xF]) * d) << byte << " " << j;
+        EXPECT_EQ(y[16 * s + j + 8], static_cast<float>(kvalues[q >> 4]) * d) << byte << " " << j;
+      }
+    }
+  }
+  // A 0xFF in the second ggml block: the first is converted, the second left as it was.
+  lb::ggml_block_nvfp4 two[2] = {};
+  two[0].d[0] = 0x38;
+  two[1].d[2] = 0xFF;
+  std::vector<std::uint8_t> e(64, 0xEE), sc(8, 0xEE);
+  EXPECT_EQ(lb::nvfp4_from_ggml(two, 128, e.data(), sc.data()).code(), errc::scale_overflow);
+  EXPECT_EQ(sc[0], 0x38);
+  EXPECT_EQ(sc[4], 0xEE);
+  EXPECT_EQ(e[31], 0x00);
+  EXPECT_EQ(e[32], 0xEE);
+}
+
 // Test-local port of ggml's quantize_row_nvfp4_ref: UE4M3 scale of amax / 6 (half-up rounding
 // on the fourth mantissa bit), then the first best index of the doubled E2M1 table times half
 // the scale. Only the normal-range path of the scale conversion is ported; the data below keeps

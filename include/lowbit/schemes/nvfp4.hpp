@@ -386,17 +386,23 @@ static_assert(sizeof(ggml_block_nvfp4) == 36, "ggml block_nvfp4 is 36 bytes");
   return nan ? errc::non_finite_input : errc::ok;
 }
 
-// n must be a multiple of 64. Scale bytes keep their low seven bits (ggml ignores the top one);
-// 0x7F, which ggml reads as 0, becomes 0x00.
+// n must be a multiple of 64. ggml decodes a scale byte d with its top bit ignored, except that
+// exactly 0x7F is 0 (ggml_ue4m3_to_fp32: `x == 0 || x == 0x7F` -> 0, then exponent (x >> 3) & 0xF
+// and mantissa x & 7). So d & 0x7F is the E4M3 code of the same value for every byte but two:
+// 0x7F becomes 0x00, and 0xFF, which ggml reads as 1.875 * 2^8 = 480, has no E4M3FN code (0x7F is
+// NaN there): a block holding it is errc::scale_overflow; the ggml blocks before it are converted,
+// it and those after it are untouched.
 [[nodiscard]] inline status nvfp4_from_ggml(const ggml_block_nvfp4* in, std::size_t n, std::uint8_t* elements,
                                             std::uint8_t* scales) noexcept {
   if (n != 0 && (elements == nullptr || scales == nullptr || in == nullptr)) return errc::bad_argument;
   if (n % 64 != 0) return errc::bad_block_size;
   for (std::size_t b = 0; b < n / 64; ++b) {
+    for (std::size_t s = 0; s < 4; ++s)
+      if (in[b].d[s] == 0xFFu) return errc::scale_overflow;
     std::uint8_t codes[64];
     for (std::size_t s = 0; s < 4; ++s) {
-      const std::uint8_t d = static_cast<std::uint8_t>(in[b].d[s] & 0x7Fu);
-      scales[4 * b + s] = d == nvfp4_nan_scale ? 0 : d;
+      const std::uint8_t d = in[b].d[s];
+      scales[4 * b + s] = d == nvfp4_nan_scale ? std::uint8_t{0} : static_cast<std::uint8_t>(d & 0x7Fu);
       for (std::size_t j = 0; j < 8; ++j) {
         codes[16 * s + j] = static_cast<std::uint8_t>(in[b].qs[8 * s + j] & 0x0Fu);
         codes[16 * s + j + 8] = static_cast<std::uint8_t>(in[b].qs[8 * s + j] >> 4);
