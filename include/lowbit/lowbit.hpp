@@ -8,6 +8,7 @@
 #include "core/rounding.hpp"
 #include "core/status.hpp"
 #include "core/packing.hpp"
+#include "core/span.hpp"
 #include "formats/spec.hpp"
 #include "formats/minifloat.hpp"
 #include "formats/types.hpp"
@@ -19,5 +20,6 @@
 #include "schemes/layouts.hpp"
 #include "schemes/mx.hpp"
 #include "schemes/nvfp4.hpp"
+#include "schemes/storage.hpp"
 
 #endif  // LOWBIT_LOWBIT_HPP

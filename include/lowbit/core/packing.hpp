@@ -18,9 +18,12 @@
 
 namespace lowbit {
 
-// Bytes needed to hold n codes of `bits` bits each, packed with no padding except at the end.
+// Bytes needed to hold n codes of `bits` bits each (1..8), packed with no padding except at the
+// end. Exact for every n: whole octets of codes are counted before the remainder, so n * bits
+// is never formed (n = 2^61 at 4 bits is 2^60 bytes, not a wrapped product).
 LOWBIT_HD constexpr std::size_t packed_bytes(std::size_t n, int bits) noexcept {
-  return (n * static_cast<std::size_t>(bits) + 7u) / 8u;
+  const std::size_t b = static_cast<std::size_t>(bits);
+  return (n / 8u) * b + ((n % 8u) * b + 7u) / 8u;
 }
 
 // Packs n 4-bit codes (low nibble of each input byte used) into packed_bytes(n, 4) bytes.

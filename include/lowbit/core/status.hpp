@@ -19,6 +19,9 @@ enum class errc : std::uint8_t {
   non_finite_input,   // NaN or Inf in a group or block whose scale must be computed
   bad_argument,       // any other out-of-range parameter (stated in the function's comment)
   scale_overflow,     // a computed scale or offset beyond its storage format (fp16 above 65504)
+  overlapping_buffers,  // an output overlaps an input or another output (docs/api.md, aliasing)
+  misaligned,           // a pointer not aligned to its element type (a float* at an odd address)
+  out_of_memory,        // an owning container could not allocate its storage
 };
 
 // A short English description of an error code (static storage, never null).
@@ -33,6 +36,9 @@ LOWBIT_HD constexpr const char* message(errc c) noexcept {
     case errc::non_finite_input: return "NaN or Inf where a scale must be computed";
     case errc::bad_argument: return "argument out of range";
     case errc::scale_overflow: return "computed scale does not fit its storage format";
+    case errc::overlapping_buffers: return "an output overlaps an input or another output";
+    case errc::misaligned: return "pointer not aligned to its element type";
+    case errc::out_of_memory: return "out of memory";
   }
   return "unknown error";
 }

@@ -22,7 +22,7 @@ void encode(const From* src, T* dst, std::size_t n, const policy& p, const std::
   using F = typename T::format;
   for (std::size_t i = 0; i < n; ++i) {
     const std::uint32_t r = random_bits != nullptr ? random_bits[i] : 0u;
-    dst[i] = T::from_bits(static_cast<typename F::storage>(detail::encode_bits<F>(detail::unpack(src[i]), p, r)));
+    dst[i] = T::from_bits(static_cast<typename F::storage>(lowbit::detail::encode_bits<F>(lowbit::detail::unpack(src[i]), p, r)));
   }
 }
 
@@ -46,7 +46,7 @@ void encode_packed(const From* src, std::uint8_t* dst, std::size_t n, const poli
     const std::size_t m = n - i < chunk ? n - i : chunk;
     for (std::size_t k = 0; k < m; ++k) {
       const std::uint32_t r = random_bits != nullptr ? random_bits[i + k] : 0u;
-      codes[k] = static_cast<std::uint8_t>(detail::encode_bits<F>(detail::unpack(src[i + k]), p, r));
+      codes[k] = static_cast<std::uint8_t>(lowbit::detail::encode_bits<F>(lowbit::detail::unpack(src[i + k]), p, r));
     }
     std::uint8_t* out = dst + i * F::bits / 8;
     if constexpr (F::bits == 4) {

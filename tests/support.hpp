@@ -1,0 +1,110 @@
+// lowbit tests: the helpers several test files share. Header-only, test code only.
+//
+//   mxcsr_scope     sets MXCSR's FTZ, DAZ and rounding-control bits for its lifetime
+//   mxcsr_states    the states every bit-identity test runs under, with their names
+//   float_from_bits / float_bits / double_bits   exact bit views
+//   misaligned<T>   a buffer whose data() is one byte off T's alignment
+//   REQUIRE_AVX2()  skips a test where the AVX2 path cannot run
+#ifndef LOWBIT_TESTS_SUPPORT_HPP
+#define LOWBIT_TESTS_SUPPORT_HPP
+
+#include <gtest/gtest.h>
+
+#include <lowbit/core/cpu.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#if defined(__x86_64__) || defined(__i386__) || defined(_M_X64) || defined(_M_IX86)
+#include <xmmintrin.h>
+#define LOWBIT_TEST_HAS_MXCSR 1
+#else
+#define LOWBIT_TEST_HAS_MXCSR 0
+#endif
+
+namespace lowbit_test {
+
+// MXCSR bits: FTZ 0x8000, DAZ 0x0040, rounding control 0x6000 (0x2000 down, 0x4000 up, 0x6000
+// toward zero).
+inline constexpr unsigned mxcsr_ftz = 0x8000u;
+inline constexpr unsigned mxcsr_daz = 0x0040u;
+inline constexpr unsigned mxcsr_round_down = 0x2000u;
+inline constexpr unsigned mxcsr_round_toward_zero = 0x6000u;
+
+struct mxcsr_state {
+  const char* name;
+  unsigned bits;  // FTZ, DAZ and RC bits; the rest of MXCSR is kept
+};
+
+#if LOWBIT_TEST_HAS_MXCSR
+inline constexpr mxcsr_state mxcsr_states[] = {
+    {"MXCSR default", 0u},
+    {"FTZ", mxcsr_ftz},
+    {"DAZ", mxcsr_daz},
+    {"FTZ+DAZ", mxcsr_ftz | mxcsr_daz},
+    {"FTZ+DAZ, round down", mxcsr_ftz | mxcsr_daz | mxcsr_round_down},
+    {"round toward zero", mxcsr_round_toward_zero},
+};
+
+class mxcsr_scope {
+ public:
+  explicit mxcsr_scope(unsigned bits) : saved_(_mm_getcsr()) { _mm_setcsr((saved_ & ~0xE040u) | bits); }
+  ~mxcsr_scope() { _mm_setcsr(saved_); }
+  mxcsr_scope(const mxcsr_scope&) = delete;
+  mxcsr_scope& operator=(const mxcsr_scope&) = delete;
+
+ private:
+  unsigned saved_;
+};
+#else
+inline constexpr mxcsr_state mxcsr_states[] = {{"default environment", 0u}};
+class mxcsr_scope {
+ public:
+  explicit mxcsr_scope(unsigned) {}
+};
+#endif
+
+inline float float_from_bits(std::uint32_t b) {
+  float x;
+  std::memcpy(&x, &b, sizeof x);
+  return x;
+}
+inline std::uint32_t float_bits(float x) {
+  std::uint32_t b;
+  std::memcpy(&b, &x, sizeof b);
+  return b;
+}
+inline std::uint64_t double_bits(double x) {
+  std::uint64_t b;
+  std::memcpy(&b, &x, sizeof b);
+  return b;
+}
+
+// n elements of T starting one byte past an aligned address: the pointer a caller gets from a
+// byte buffer it did not align. Only its address is meant to be used (the calls must reject it).
+template <class T>
+class misaligned {
+ public:
+  explicit misaligned(std::size_t n) : bytes_(n * sizeof(T) + alignof(T) + 1) {}
+  T* data() noexcept {
+    const std::uintptr_t base = reinterpret_cast<std::uintptr_t>(bytes_.data());
+    const std::uintptr_t aligned = (base + alignof(T) - 1) / alignof(T) * alignof(T);
+    return reinterpret_cast<T*>(aligned + 1);
+  }
+
+ private:
+  std::vector<unsigned char> bytes_;
+};
+
+inline bool have_avx2() { return lowbit::is_supported(lowbit::isa::avx2); }
+
+}  // namespace lowbit_test
+
+#define REQUIRE_AVX2()                                                                 \
+  do {                                                                                 \
+    if (!::lowbit_test::have_avx2()) GTEST_SKIP() << "no AVX2 path on this build/CPU"; \
+  } while (0)
+
+#endif  // LOWBIT_TESTS_SUPPORT_HPP
