@@ -125,7 +125,7 @@ TEST(FpEnvironment, Nvfp4WithTinyTensorScale) {
     EXPECT_TRUE(nvfp4_quantize(x.data(), 16, elements.data(), scales.data(), t).ok());
     EXPECT_TRUE(nvfp4_dequantize(elements.data(), scales.data(), 16, y.data(), t).ok());
     std::vector<std::uint8_t> out = elements;
-    out.insert(out.end(), scales.begin(), scales.end());
+    out.push_back(scales[0]);  // not insert(): g++ 12 -O3 reports a false -Warray-bounds on it
     const auto yb = bytes_of(y);
     out.insert(out.end(), yb.begin(), yb.end());
     return out;

@@ -2,6 +2,8 @@
 #ifndef LOWBIT_CORE_CONFIG_HPP
 #define LOWBIT_CORE_CONFIG_HPP
 
+// The version has one home: these three lines. CMakeLists.txt reads them (keep the format:
+// "#define LOWBIT_VERSION_<PART> <number>") for project(VERSION) and the package files.
 #define LOWBIT_VERSION_MAJOR 0
 #define LOWBIT_VERSION_MINOR 1
 #define LOWBIT_VERSION_PATCH 0
