@@ -35,6 +35,7 @@
 #include <type_traits>
 
 #include "../core/bits.hpp"
+#include "../core/checks.hpp"
 #include "../core/packing.hpp"
 #include "../core/rounding.hpp"
 #include "../core/status.hpp"
@@ -435,22 +436,44 @@ inline void mx_dequantize_block(const std::uint8_t* elements, std::uint8_t scale
 }
 
 // ---------------------------------------------------------------------------------------------
-// Bulk conversion: flat arrays and row-major matrices. Outputs are written only when the
-// arguments are valid. Errors, checked in this order:
-//   bad_argument      a null pointer with n > 0, rounding::stochastic, rows * cols overflows
-//   bad_block_size    block size 0, not byte-aligned for the format (mx_valid_block_size), or
-//                     n (flat) / cols (matrix) not a multiple of it
-//   non_finite_input  only with non_finite_is_error, after every block is written
+// Bulk conversion: flat arrays and row-major matrices. The checks of docs/api.md, in its order;
+// every one of them is made before anything is written:
+//   options  bad_argument (a rounding or scale rule out of range, rounding::stochastic),
+//            bad_block_size (0, or not byte-aligned for the format: mx_valid_block_size)
+//   shape    bad_block_size (n, or cols, not a multiple of the block size), bad_argument (a
+//            size that overflows size_t)
+//   empty    n = 0 (rows or cols 0) is ok and writes nothing; its pointers may be null
+//   buffers  bad_argument (null), misaligned (a pointer not aligned to its type),
+//            overlapping_buffers (an output overlapping an input or the other output)
+//   data     non_finite_input only with non_finite_is_error, after every block is written
 
 namespace detail {
 
-// n values in rows of row_length (row_length = n for a flat array).
-template <class Fmt>
-constexpr status mx_check(std::size_t n, std::size_t row_length, std::size_t block_size, bool pointers_ok) noexcept {
-  if (n != 0 && !pointers_ok) return errc::bad_argument;
-  if (!mx_valid_block_size<Fmt>(block_size) || n % block_size != 0 || row_length % block_size != 0)
-    return errc::bad_block_size;
+constexpr bool mx_valid_rounding(rounding r) noexcept {
+  return static_cast<unsigned>(r) <= static_cast<unsigned>(rounding::nearest_toward_zero) &&
+         r != rounding::stochastic;
+}
+
+// The options, shape and empty checks of a call on a [rows, cols] matrix of Value (float or
+// bfloat16) blocked along cols; *n receives rows * cols. ok with *n = 0 means: write nothing.
+template <class Fmt, class Value>
+constexpr status mx_check_shape(std::size_t rows, std::size_t cols, const mx_options& o, std::size_t* n) noexcept {
+  if (!mx_valid_rounding(o.element_rounding) || static_cast<unsigned>(o.scale_rule) > 2u) return errc::bad_argument;
+  if (!mx_valid_block_size<Fmt>(o.block_size)) return errc::bad_block_size;
+  if (cols % o.block_size != 0) return errc::bad_block_size;
+  std::size_t bytes = 0;
+  if (!checked_mul(rows, cols, n) || !checked_mul(*n, sizeof(Value), &bytes)) return errc::bad_argument;
   return errc::ok;
+}
+
+// The buffer checks of n values at `values` and their elements and scales.
+template <class Fmt, class Value>
+inline status mx_check_buffers(const Value* values, bool values_written, const std::uint8_t* elements,
+                               const std::uint8_t* scales, std::size_t n, std::size_t block_size) noexcept {
+  const buffer v = buffer_of(values, n);
+  const buffer e = buffer_of(elements, packed_bytes(n, Fmt::element_bits));
+  const buffer s = buffer_of(scales, n / block_size);
+  return values_written ? check_buffers({e, s}, {v}) : check_buffers({v}, {e, s});
 }
 
 // The options as the AVX2 kernels take them.
@@ -465,20 +488,14 @@ constexpr kernels::block::mx_kernel_options mx_kernel_options_of(const mx_option
   return k;
 }
 
-// rows * cols, or false when it overflows.
-constexpr bool mx_matrix_size(std::size_t rows, std::size_t cols, std::size_t& n) noexcept {
-  if (cols != 0 && rows > std::numeric_limits<std::size_t>::max() / cols) return false;
-  n = rows * cols;
-  return true;
-}
-
 template <class Fmt, class Src>
-inline status mx_quantize_impl(const Src* src, std::size_t n, std::size_t row_length, std::uint8_t* elements,
+inline status mx_quantize_impl(const Src* src, std::size_t rows, std::size_t cols, std::uint8_t* elements,
                                std::uint8_t* scales, const mx_options& o) noexcept {
   static_assert(std::is_same<Src, float>::value || std::is_same<Src, bfloat16>::value, "float or bfloat16 input");
-  if (o.element_rounding == rounding::stochastic) return errc::bad_argument;
-  const status st =
-      mx_check<Fmt>(n, row_length, o.block_size, src != nullptr && elements != nullptr && scales != nullptr);
+  std::size_t n = 0;
+  status st = mx_check_shape<Fmt, Src>(rows, cols, o, &n);
+  if (!st || n == 0) return st;
+  st = mx_check_buffers<Fmt>(src, false, elements, scales, n, o.block_size);
   if (!st) return st;
 #if LOWBIT_HAS_AVX2_KERNELS
   // The AVX2 kernel (kernels/avx2_block.hpp) writes the same bytes; it hands the rare blocks
@@ -491,7 +508,7 @@ inline status mx_quantize_impl(const Src* src, std::size_t n, std::size_t row_le
     return nan_block && o.non_finite_is_error ? status{errc::non_finite_input} : status{errc::ok};
   }
 #endif
-  const std::size_t block_bytes = mx_element_bytes<Fmt>(o.block_size);
+  const std::size_t block_bytes = packed_bytes(o.block_size, Fmt::element_bits);
   bool non_finite = false;
   for (std::size_t b = 0; b < n / o.block_size; ++b) {
     scales[b] = mx_quantize_block<Fmt>(src + b * o.block_size, elements + b * block_bytes, o);
@@ -502,12 +519,15 @@ inline status mx_quantize_impl(const Src* src, std::size_t n, std::size_t row_le
 }
 
 template <class Fmt, class Dst>
-inline status mx_dequantize_impl(const std::uint8_t* elements, const std::uint8_t* scales, std::size_t n,
-                                 std::size_t row_length, Dst* dst, std::size_t block_size) noexcept {
+inline status mx_dequantize_impl(const std::uint8_t* elements, const std::uint8_t* scales, std::size_t rows,
+                                 std::size_t cols, Dst* dst, const mx_options& o) noexcept {
   static_assert(std::is_same<Dst, float>::value || std::is_same<Dst, bfloat16>::value, "float or bfloat16 output");
-  const status st =
-      mx_check<Fmt>(n, row_length, block_size, elements != nullptr && scales != nullptr && dst != nullptr);
+  std::size_t n = 0;
+  status st = mx_check_shape<Fmt, Dst>(rows, cols, o, &n);
+  if (!st || n == 0) return st;
+  st = mx_check_buffers<Fmt>(dst, true, elements, scales, n, o.block_size);
   if (!st) return st;
+  const std::size_t block_size = o.block_size;
 #if LOWBIT_HAS_AVX2_KERNELS
   if (use_avx2() && block_size % 8 == 0) {
     kernels::block::avx2::mx_dequantize<Fmt>(
@@ -518,10 +538,17 @@ inline status mx_dequantize_impl(const std::uint8_t* elements, const std::uint8_
     return errc::ok;
   }
 #endif
-  const std::size_t block_bytes = mx_element_bytes<Fmt>(block_size);
+  const std::size_t block_bytes = packed_bytes(block_size, Fmt::element_bits);
   for (std::size_t b = 0; b < n / block_size; ++b)
     mx_dequantize_block<Fmt>(elements + b * block_bytes, scales[b], block_size, dst + b * block_size);
   return errc::ok;
+}
+
+// The dequantizer's options from its bare block size (the signature before docs/api.md).
+constexpr mx_options mx_block_options(std::size_t block_size) noexcept {
+  mx_options o;
+  o.block_size = block_size;
+  return o;
 }
 
 }  // namespace detail
@@ -530,23 +557,23 @@ inline status mx_dequantize_impl(const std::uint8_t* elements, const std::uint8_
 template <class Fmt>
 [[nodiscard]] inline status mx_quantize(const float* src, std::size_t n, std::uint8_t* elements, std::uint8_t* scales,
                                         const mx_options& o = {}) noexcept {
-  return detail::mx_quantize_impl<Fmt>(src, n, n, elements, scales, o);
+  return detail::mx_quantize_impl<Fmt>(src, 1, n, elements, scales, o);
 }
 template <class Fmt>
 [[nodiscard]] inline status mx_quantize(const bfloat16* src, std::size_t n, std::uint8_t* elements,
                                         std::uint8_t* scales, const mx_options& o = {}) noexcept {
-  return detail::mx_quantize_impl<Fmt>(src, n, n, elements, scales, o);
+  return detail::mx_quantize_impl<Fmt>(src, 1, n, elements, scales, o);
 }
 
 template <class Fmt>
 [[nodiscard]] inline status mx_dequantize(const std::uint8_t* elements, const std::uint8_t* scales, std::size_t n,
                                           float* dst, std::size_t block_size = mx_default_block_size) noexcept {
-  return detail::mx_dequantize_impl<Fmt>(elements, scales, n, n, dst, block_size);
+  return detail::mx_dequantize_impl<Fmt>(elements, scales, 1, n, dst, detail::mx_block_options(block_size));
 }
 template <class Fmt>
 [[nodiscard]] inline status mx_dequantize(const std::uint8_t* elements, const std::uint8_t* scales, std::size_t n,
                                           bfloat16* dst, std::size_t block_size = mx_default_block_size) noexcept {
-  return detail::mx_dequantize_impl<Fmt>(elements, scales, n, n, dst, block_size);
+  return detail::mx_dequantize_impl<Fmt>(elements, scales, 1, n, dst, detail::mx_block_options(block_size));
 }
 
 // A row-major matrix [rows, cols] (weights as checkpoints store them: [out, in]) blocked along
@@ -556,18 +583,14 @@ template <class Fmt, class Src>
 [[nodiscard]] inline status mx_quantize_matrix(const Src* src, std::size_t rows, std::size_t cols,
                                                std::uint8_t* elements, std::uint8_t* scales,
                                                const mx_options& o = {}) noexcept {
-  std::size_t n = 0;
-  if (!detail::mx_matrix_size(rows, cols, n)) return errc::bad_argument;
-  return detail::mx_quantize_impl<Fmt>(src, n, cols, elements, scales, o);
+  return detail::mx_quantize_impl<Fmt>(src, rows, cols, elements, scales, o);
 }
 
 template <class Fmt, class Dst>
 [[nodiscard]] inline status mx_dequantize_matrix(const std::uint8_t* elements, const std::uint8_t* scales,
                                                  std::size_t rows, std::size_t cols, Dst* dst,
                                                  std::size_t block_size = mx_default_block_size) noexcept {
-  std::size_t n = 0;
-  if (!detail::mx_matrix_size(rows, cols, n)) return errc::bad_argument;
-  return detail::mx_dequantize_impl<Fmt>(elements, scales, n, cols, dst, block_size);
+  return detail::mx_dequantize_impl<Fmt>(elements, scales, rows, cols, dst, detail::mx_block_options(block_size));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -622,8 +645,11 @@ static_assert(sizeof(ggml_block_mxfp4) == 17, "ggml block_mxfp4 is 17 bytes");
 // everything) if a NaN scale was copied, since ggml will not read it as NaN.
 [[nodiscard]] inline status mxfp4_to_ggml(const std::uint8_t* elements, const std::uint8_t* scales, std::size_t n,
                                           ggml_block_mxfp4* out) noexcept {
-  if (n != 0 && (elements == nullptr || scales == nullptr || out == nullptr)) return errc::bad_argument;
   if (n % 32 != 0) return errc::bad_block_size;
+  if (n == 0) return errc::ok;
+  const status st = detail::check_buffers({detail::buffer_of(elements, n / 2), detail::buffer_of(scales, n / 32)},
+                                          {detail::buffer_of(out, n / 32)});
+  if (!st) return st;
   bool nan = false;
   for (std::size_t b = 0; b < n / 32; ++b) {
     std::uint8_t codes[32];
@@ -637,8 +663,11 @@ static_assert(sizeof(ggml_block_mxfp4) == 17, "ggml block_mxfp4 is 17 bytes");
 
 [[nodiscard]] inline status mxfp4_from_ggml(const ggml_block_mxfp4* in, std::size_t n, std::uint8_t* elements,
                                             std::uint8_t* scales) noexcept {
-  if (n != 0 && (elements == nullptr || scales == nullptr || in == nullptr)) return errc::bad_argument;
   if (n % 32 != 0) return errc::bad_block_size;
+  if (n == 0) return errc::ok;
+  const status st = detail::check_buffers({detail::buffer_of(in, n / 32)},
+                                          {detail::buffer_of(elements, n / 2), detail::buffer_of(scales, n / 32)});
+  if (!st) return st;
   for (std::size_t b = 0; b < n / 32; ++b) {
     std::uint8_t codes[32];
     for (std::size_t j = 0; j < 16; ++j) {

@@ -156,14 +156,14 @@ template <class Src>
   static_assert(std::is_same<Src, float>::value || std::is_same<Src, bfloat16>::value, "float or bfloat16 input");
   result<nvfp4_tensor_scale> r;
   r.value.convention = c;
-  if (n == 0) {
-    r.status = errc::empty_input;
-    return r;
-  }
-  if (src == nullptr) {
+  if (static_cast<unsigned>(c) > 1u) {
     r.status = errc::bad_argument;
-    return r;
+  } else if (n == 0) {
+    r.status = errc::empty_input;
+  } else {
+    r.status = detail::check_buffers({detail::buffer_of(src, n)}, {});
   }
+  if (!r.ok()) return r;
   return nvfp4_tensor_scale_from_amax(detail::mx_block_amax(src, n).amax, c);
 }
 
@@ -245,14 +245,39 @@ inline void nvfp4_dequantize_block(const std::uint8_t* elements, std::uint8_t sc
 }
 
 // ---------------------------------------------------------------------------------------------
-// Bulk conversion: flat arrays and row-major matrices [rows, cols] blocked along cols. Outputs
-// are written only when the arguments are valid. Errors, checked in this order:
-//   bad_argument      a null pointer with n > 0, an invalid tensor scale, a stochastic
-//                     rounding, rows * cols overflows
-//   bad_block_size    n (flat) or cols (matrix) not a multiple of 16
-//   non_finite_input  only with non_finite_is_error, after every block is written
+// Bulk conversion: flat arrays and row-major matrices [rows, cols] blocked along cols. The checks
+// of docs/api.md, in its order; every one of them is made before anything is written:
+//   options  bad_argument (an invalid tensor scale, a rounding out of range or stochastic)
+//   shape    bad_block_size (n, or cols, not a multiple of 16), bad_argument (a size that
+//            overflows size_t)
+//   empty    n = 0 (rows or cols 0) is ok and writes nothing; its pointers may be null
+//   buffers  bad_argument (null), misaligned (a pointer not aligned to its type),
+//            overlapping_buffers (an output overlapping an input or the other output)
+//   data     non_finite_input only with non_finite_is_error, after every block is written
 
 namespace detail {
+
+// The options, shape and empty checks; *n receives rows * cols. ok with *n = 0: write nothing.
+template <class Value>
+constexpr status nvfp4_check_shape(std::size_t rows, std::size_t cols, nvfp4_tensor_scale t, const nvfp4_options& o,
+                                   std::size_t* n) noexcept {
+  if (!nvfp4_valid_tensor_scale(t) || static_cast<unsigned>(t.convention) > 1u ||
+      !mx_valid_rounding(o.element_rounding) || !mx_valid_rounding(o.scale_rounding))
+    return errc::bad_argument;
+  if (cols % nvfp4_block_size != 0) return errc::bad_block_size;
+  std::size_t bytes = 0;
+  if (!checked_mul(rows, cols, n) || !checked_mul(*n, sizeof(Value), &bytes)) return errc::bad_argument;
+  return errc::ok;
+}
+
+template <class Value>
+inline status nvfp4_check_buffers(const Value* values, bool values_written, const std::uint8_t* elements,
+                                  const std::uint8_t* scales, std::size_t n) noexcept {
+  const buffer v = buffer_of(values, n);
+  const buffer e = buffer_of(elements, packed_bytes(n, 4));
+  const buffer s = buffer_of(scales, n / nvfp4_block_size);
+  return values_written ? check_buffers({e, s}, {v}) : check_buffers({v}, {e, s});
+}
 
 // The tensor scale and options as the AVX2 kernels take them.
 constexpr kernels::block::nvfp4_kernel_options nvfp4_kernel_options_of(nvfp4_tensor_scale t,
@@ -267,14 +292,14 @@ constexpr kernels::block::nvfp4_kernel_options nvfp4_kernel_options_of(nvfp4_ten
 }
 
 template <class Src>
-inline status nvfp4_quantize_impl(const Src* src, std::size_t n, std::size_t row_length, std::uint8_t* elements,
+inline status nvfp4_quantize_impl(const Src* src, std::size_t rows, std::size_t cols, std::uint8_t* elements,
                                   std::uint8_t* scales, nvfp4_tensor_scale t, const nvfp4_options& o) noexcept {
   static_assert(std::is_same<Src, float>::value || std::is_same<Src, bfloat16>::value, "float or bfloat16 input");
-  if (n != 0 && (src == nullptr || elements == nullptr || scales == nullptr)) return errc::bad_argument;
-  if (!nvfp4_valid_tensor_scale(t) || o.element_rounding == rounding::stochastic ||
-      o.scale_rounding == rounding::stochastic)
-    return errc::bad_argument;
-  if (n % nvfp4_block_size != 0 || row_length % nvfp4_block_size != 0) return errc::bad_block_size;
+  std::size_t n = 0;
+  status st = nvfp4_check_shape<Src>(rows, cols, t, o, &n);
+  if (!st || n == 0) return st;
+  st = nvfp4_check_buffers(src, false, elements, scales, n);
+  if (!st) return st;
   // Both paths run in the IEEE default environment, so the bytes do not depend on the caller's
   // MXCSR (FTZ/DAZ would otherwise flush subnormal effective scales).
   const kernels::ieee_scope env;
@@ -296,12 +321,14 @@ inline status nvfp4_quantize_impl(const Src* src, std::size_t n, std::size_t row
 }
 
 template <class Dst>
-inline status nvfp4_dequantize_impl(const std::uint8_t* elements, const std::uint8_t* scales, std::size_t n,
-                                    std::size_t row_length, Dst* dst, nvfp4_tensor_scale t) noexcept {
+inline status nvfp4_dequantize_impl(const std::uint8_t* elements, const std::uint8_t* scales, std::size_t rows,
+                                    std::size_t cols, Dst* dst, nvfp4_tensor_scale t) noexcept {
   static_assert(std::is_same<Dst, float>::value || std::is_same<Dst, bfloat16>::value, "float or bfloat16 output");
-  if (n != 0 && (elements == nullptr || scales == nullptr || dst == nullptr)) return errc::bad_argument;
-  if (!nvfp4_valid_tensor_scale(t)) return errc::bad_argument;
-  if (n % nvfp4_block_size != 0 || row_length % nvfp4_block_size != 0) return errc::bad_block_size;
+  std::size_t n = 0;
+  status st = nvfp4_check_shape<Dst>(rows, cols, t, nvfp4_options{}, &n);
+  if (!st || n == 0) return st;
+  st = nvfp4_check_buffers(dst, true, elements, scales, n);
+  if (!st) return st;
   const kernels::ieee_scope env;  // see nvfp4_quantize_impl
 #if LOWBIT_HAS_AVX2_KERNELS
   if (use_avx2()) {
@@ -322,13 +349,13 @@ template <class Src>
 [[nodiscard]] inline status nvfp4_quantize(const Src* src, std::size_t n, std::uint8_t* elements,
                                            std::uint8_t* scales, nvfp4_tensor_scale t,
                                            const nvfp4_options& o = {}) noexcept {
-  return detail::nvfp4_quantize_impl(src, n, n, elements, scales, t, o);
+  return detail::nvfp4_quantize_impl(src, 1, n, elements, scales, t, o);
 }
 
 template <class Dst>
 [[nodiscard]] inline status nvfp4_dequantize(const std::uint8_t* elements, const std::uint8_t* scales, std::size_t n,
                                              Dst* dst, nvfp4_tensor_scale t) noexcept {
-  return detail::nvfp4_dequantize_impl(elements, scales, n, n, dst, t);
+  return detail::nvfp4_dequantize_impl(elements, scales, 1, n, dst, t);
 }
 
 // Row r's elements start at byte r * cols / 2, its scales at r * cols / 16.
@@ -336,18 +363,14 @@ template <class Src>
 [[nodiscard]] inline status nvfp4_quantize_matrix(const Src* src, std::size_t rows, std::size_t cols,
                                                   std::uint8_t* elements, std::uint8_t* scales, nvfp4_tensor_scale t,
                                                   const nvfp4_options& o = {}) noexcept {
-  std::size_t n = 0;
-  if (!detail::mx_matrix_size(rows, cols, n)) return errc::bad_argument;
-  return detail::nvfp4_quantize_impl(src, n, cols, elements, scales, t, o);
+  return detail::nvfp4_quantize_impl(src, rows, cols, elements, scales, t, o);
 }
 
 template <class Dst>
 [[nodiscard]] inline status nvfp4_dequantize_matrix(const std::uint8_t* elements, const std::uint8_t* scales,
                                                     std::size_t rows, std::size_t cols, Dst* dst,
                                                     nvfp4_tensor_scale t) noexcept {
-  std::size_t n = 0;
-  if (!detail::mx_matrix_size(rows, cols, n)) return errc::bad_argument;
-  return detail::nvfp4_dequantize_impl(elements, scales, n, cols, dst, t);
+  return detail::nvfp4_dequantize_impl(elements, scales, rows, cols, dst, t);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -368,8 +391,11 @@ static_assert(sizeof(ggml_block_nvfp4) == 36, "ggml block_nvfp4 is 36 bytes");
 // and the call then returns non_finite_input, after writing every block.
 [[nodiscard]] inline status nvfp4_to_ggml(const std::uint8_t* elements, const std::uint8_t* scales, std::size_t n,
                                           ggml_block_nvfp4* out) noexcept {
-  if (n != 0 && (elements == nullptr || scales == nullptr || out == nullptr)) return errc::bad_argument;
   if (n % 64 != 0) return errc::bad_block_size;
+  if (n == 0) return errc::ok;
+  const status st = detail::check_buffers({detail::buffer_of(elements, n / 2), detail::buffer_of(scales, n / 16)},
+                                          {detail::buffer_of(out, n / 64)});
+  if (!st) return st;
   bool nan = false;
   for (std::size_t b = 0; b < n / 64; ++b) {
     std::uint8_t codes[64];
@@ -394,8 +420,11 @@ static_assert(sizeof(ggml_block_nvfp4) == 36, "ggml block_nvfp4 is 36 bytes");
 // it and those after it are untouched.
 [[nodiscard]] inline status nvfp4_from_ggml(const ggml_block_nvfp4* in, std::size_t n, std::uint8_t* elements,
                                             std::uint8_t* scales) noexcept {
-  if (n != 0 && (elements == nullptr || scales == nullptr || in == nullptr)) return errc::bad_argument;
   if (n % 64 != 0) return errc::bad_block_size;
+  if (n == 0) return errc::ok;
+  const status st = detail::check_buffers({detail::buffer_of(in, n / 64)},
+                                          {detail::buffer_of(elements, n / 2), detail::buffer_of(scales, n / 16)});
+  if (!st) return st;
   for (std::size_t b = 0; b < n / 64; ++b) {
     for (std::size_t s = 0; s < 4; ++s)
       if (in[b].d[s] == 0xFFu) return errc::scale_overflow;
