@@ -150,7 +150,7 @@ inline float element_times_pow2(std::uint32_t code, int s) noexcept {
 // ORs the sign in and treats the NaN scale itself).
 template <int Entries>
 struct half_table {
-  alignas(64) std::uint8_t row[256][2 * Entries];
+  alignas(64) std::uint8_t row[256][static_cast<std::size_t>(2 * Entries)];
 };
 
 template <class F, int Entries, bool Bf16>
