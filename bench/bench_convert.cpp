@@ -70,7 +70,7 @@ void encode_bench(benchmark::State& state, std::size_t n, isa which, overflow ov
 template <class T, class From>
 void encode_packed_bench(benchmark::State& state, std::size_t n, isa which) {
   auto src = make_source<From, T>(n);
-  const std::size_t bytes = lowbit::packed_size<T>(n);
+  const std::size_t bytes = lowbit::packed_bytes<T>(n);
   auto dst = make_buffer<std::uint8_t>(bytes);
   const lowbit::scoped_isa path(which);
   for (auto _ : state) {
@@ -98,7 +98,7 @@ void decode_bench(benchmark::State& state, std::size_t n, isa which) {
 template <class T>
 void decode_packed_bench(benchmark::State& state, std::size_t n, isa which) {
   auto f = make_source<float, T>(n);
-  const std::size_t bytes = lowbit::packed_size<T>(n);
+  const std::size_t bytes = lowbit::packed_bytes<T>(n);
   auto src = make_buffer<std::uint8_t>(bytes);
   {
     const lowbit::scoped_isa fast(isa::avx2);

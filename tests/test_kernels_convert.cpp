@@ -30,12 +30,7 @@
 #include <string>
 #include <vector>
 
-#if defined(__x86_64__) || defined(__i386__) || defined(_M_X64) || defined(_M_IX86)
-#include <xmmintrin.h>
-#define LOWBIT_TEST_HAS_MXCSR 1
-#else
-#define LOWBIT_TEST_HAS_MXCSR 0
-#endif
+#include "support.hpp"
 
 namespace {
 
@@ -44,62 +39,18 @@ using lowbit::overflow;
 using lowbit::policy;
 using lowbit::rounding;
 
-// ------------------------------------------------------------------------------------------------
-// Floating-point environments.
+using lowbit_test::have_avx2;
+using lowbit_test::mxcsr_scope;
+using fp_env = lowbit_test::mxcsr_state;
+constexpr const auto& environments = lowbit_test::mxcsr_states;
 
-struct fp_env {
-  const char* name;
-  unsigned bits;  // MXCSR bits to set: FTZ 0x8000, DAZ 0x0040, rounding control 0x6000
-};
-
-#if LOWBIT_TEST_HAS_MXCSR
-const fp_env environments[] = {
-    {"MXCSR default", 0x0000u},     {"FTZ", 0x8000u},           {"DAZ", 0x0040u},
-    {"FTZ+DAZ", 0x8040u},           {"FTZ+DAZ, round down", 0xA040u}, {"round toward zero", 0x6000u},
-};
-
-class mxcsr_scope {
- public:
-  explicit mxcsr_scope(unsigned bits) : saved_(_mm_getcsr()) { _mm_setcsr((saved_ & ~0xE040u) | bits); }
-  ~mxcsr_scope() { _mm_setcsr(saved_); }
-  mxcsr_scope(const mxcsr_scope&) = delete;
-  mxcsr_scope& operator=(const mxcsr_scope&) = delete;
-
- private:
-  unsigned saved_;
-};
-#else
-const fp_env environments[] = {{"default environment", 0u}};
-struct mxcsr_scope {
-  explicit mxcsr_scope(unsigned) {}
-};
-#endif
-
-bool have_avx2() { return lowbit::is_supported(isa::avx2); }
-
-#define REQUIRE_AVX2()                                                  \
-  do {                                                                  \
-    if (!have_avx2()) GTEST_SKIP() << "no AVX2 path on this build/CPU"; \
-  } while (0)
-
-// ------------------------------------------------------------------------------------------------
-// Inputs.
-
-float from_bits(std::uint32_t b) {
-  float x;
-  std::memcpy(&x, &b, sizeof x);
-  return x;
-}
-std::uint32_t to_bits(float x) {
-  std::uint32_t b;
-  std::memcpy(&b, &x, sizeof b);
-  return b;
-}
+using lowbit_test::float_bits;
+using lowbit_test::float_from_bits;
 
 std::vector<float> random_patterns(std::size_t n, unsigned seed) {
   std::mt19937 gen(seed);
   std::vector<float> v(n);
-  for (float& x : v) x = from_bits(static_cast<std::uint32_t>(gen()));
+  for (float& x : v) x = float_from_bits(static_cast<std::uint32_t>(gen()));
   return v;
 }
 
@@ -150,7 +101,7 @@ std::vector<float> edge_values() {
   for (std::uint32_t b : {0x00000001u, 0x00000002u, 0x003FFFFFu, 0x00400000u, 0x00400001u, 0x005FFFFFu, 0x00600000u,
                           0x00600001u, 0x007FFFFFu, 0x7F800000u, 0x7F800001u, 0x7FA00000u, 0x7FC00000u, 0x7FFFFFFFu,
                           0x00000000u, 0x34000000u, 0x3E800000u, 0x3F400000u})
-    v.push_back(from_bits(b));
+    v.push_back(float_from_bits(b));
   return v;
 }
 
@@ -162,7 +113,7 @@ std::vector<float> edge_set() {
   const std::size_t k = e.size();
   for (std::size_t i = 0; i < k; ++i) e.push_back(-e[i]);
   std::vector<float> out = e;
-  std::sort(out.begin(), out.end(), [](float a, float b) { return (to_bits(a) & 0x7FFFFFFFu) < (to_bits(b) & 0x7FFFFFFFu); });
+  std::sort(out.begin(), out.end(), [](float a, float b) { return (float_bits(a) & 0x7FFFFFFFu) < (float_bits(b) & 0x7FFFFFFFu); });
   std::vector<float> shuffled = e;
   std::shuffle(shuffled.begin(), shuffled.end(), std::mt19937(11));
   out.insert(out.end(), shuffled.begin(), shuffled.end());
@@ -250,7 +201,7 @@ void check_encode(const std::vector<From>& src, const policy& p, const std::vect
   const std::size_t n = src.size();
   const std::uint32_t* r = random != nullptr ? random->data() : nullptr;
   constexpr std::size_t bits = Packed ? T::format::bits : 8 * sizeof(T);
-  auto out_bytes = [](std::size_t len) { return Packed ? lowbit::packed_size<T>(len) : len * sizeof(T); };
+  auto out_bytes = [](std::size_t len) { return Packed ? lowbit::packed_bytes<T>(len) : len * sizeof(T); };
 
   for (const auto& piece : pieces(n)) {
     const std::size_t off = piece.first, len = piece.second;
@@ -438,7 +389,7 @@ TEST(KernelDispatch, KnownAnswers) {
   lowbit::convert(x.data(), q.data(), x.size(), overflow::non_saturate);
   EXPECT_EQ(q[0].bits(), 0x7E);
   EXPECT_EQ(q[3].bits(), 0x7F);
-  std::vector<std::uint8_t> packed(lowbit::packed_size<lowbit::float4_e2m1fn>(x.size()));
+  std::vector<std::uint8_t> packed(lowbit::packed_bytes<lowbit::float4_e2m1fn>(x.size()));
   lowbit::convert_packed<lowbit::float4_e2m1fn>(x.data(), packed.data(), x.size());
   EXPECT_EQ(packed[0], 0x77);                        // 464 saturates to 6
   EXPECT_EQ(packed[18], 0x78);                       // -0 (0x8), then NaN -> +max (0x7)
@@ -606,13 +557,13 @@ TEST(PackedLayout, MatchesPackingHelpers) {
   const lowbit::scoped_isa use(isa::avx2);
   const std::vector<float> x = gaussian(100, 3.0f, 21);
   for (std::size_t n = 0; n <= x.size(); ++n) {
-    std::vector<std::uint8_t> codes(n), expected(lowbit::packed_size<lowbit::float6_e3m2fn>(n)),
+    std::vector<std::uint8_t> codes(n), expected(lowbit::packed_bytes<lowbit::float6_e3m2fn>(n)),
         got(expected.size());
     for (std::size_t i = 0; i < n; ++i) codes[i] = lowbit::encode<lowbit::float6_e3m2fn>(x[i]).bits();
     lowbit::pack_sextets(codes.data(), expected.data(), n);
     lowbit::convert_packed<lowbit::float6_e3m2fn>(x.data(), got.data(), n);
     ASSERT_EQ(got, expected) << "n = " << n;
-    std::vector<std::uint8_t> e4(lowbit::packed_size<lowbit::float4_e2m1fn>(n)), g4(e4.size());
+    std::vector<std::uint8_t> e4(lowbit::packed_bytes<lowbit::float4_e2m1fn>(n)), g4(e4.size());
     for (std::size_t i = 0; i < n; ++i) codes[i] = lowbit::encode<lowbit::float4_e2m1fn>(x[i]).bits();
     lowbit::pack_nibbles(codes.data(), e4.data(), n);
     lowbit::convert_packed<lowbit::float4_e2m1fn>(x.data(), g4.data(), n);
@@ -678,7 +629,7 @@ void check_large_encode(const policy& p, bool stochastic, const std::string& nam
   std::mt19937 gen(42);
   for (auto& r : random) r = static_cast<std::uint32_t>(gen());
   const std::uint32_t* rb = stochastic ? random.data() : nullptr;
-  const std::size_t bytes = Packed ? lowbit::packed_size<T>(n) : n * sizeof(T);
+  const std::size_t bytes = Packed ? lowbit::packed_bytes<T>(n) : n * sizeof(T);
   std::vector<std::uint8_t> expected(bytes);
   {
     const lowbit::scoped_isa use(isa::scalar);
@@ -716,5 +667,129 @@ TEST(LargeEncode, StreamingStoresGiveTheScalarResult) {
   check_large_encode<lowbit::float4_e2m1fn, true>(policy{}, false, "float -> e2m1fn packed");
   check_large_encode<lowbit::float6_e3m2fn, true>(policy{}, false, "float -> e3m2fn packed");
 }
+
+// ------------------------------------------------------------------------------------------------
+// The contract of docs/api.md sections 5-8: in place for same-size elements, and the container
+// overloads that check what the pointer overloads assume.
+
+// In place (src == dst) gives what a separate destination gets, on both paths, at every length
+// around the 32-element block and at one that takes the streaming path.
+template <class From, class To>
+void check_in_place(const std::string& name) {
+  static_assert(sizeof(From) == sizeof(To), "in place needs same-size elements");
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{31}, std::size_t{32}, std::size_t{33},
+                        std::size_t{1000}, (std::size_t{16} << 20) / sizeof(From) + 5}) {
+    const std::vector<float> x = random_patterns(n, 7);
+    std::vector<From> src(n);
+    for (std::size_t i = 0; i < n; ++i) src[i] = From::from_bits(static_cast<typename From::format::storage>(float_bits(x[i]) >> 16));
+    for (isa path : {isa::scalar, isa::avx2}) {
+      const lowbit::scoped_isa use(path);
+      std::vector<To> expected(n);
+      lowbit::convert(src.data(), expected.data(), n);
+      std::vector<From> buffer = src;
+      To* dst = reinterpret_cast<To*>(buffer.data());
+      lowbit::convert(buffer.data(), dst, n);
+      ASSERT_EQ(std::memcmp(dst, expected.data(), n * sizeof(To)), 0) << name << ", n " << n << ", " << lowbit::isa_name(path);
+      buffer = src;
+      ASSERT_TRUE(lowbit::convert(lowbit::span<const From>(buffer.data(), n), lowbit::span<To>(reinterpret_cast<To*>(buffer.data()), n)).ok());
+      ASSERT_EQ(std::memcmp(buffer.data(), expected.data(), n * sizeof(To)), 0) << name << " (span), n " << n;
+    }
+  }
+}
+
+TEST(ConvertContract, InPlaceForSameSizeElements) {
+  check_in_place<lowbit::float16, lowbit::bfloat16>("float16 -> bfloat16");
+  check_in_place<lowbit::bfloat16, lowbit::float16>("bfloat16 -> float16");
+  check_in_place<lowbit::float16, lowbit::float16>("float16 -> float16");
+}
+
+TEST(ConvertContract, InPlaceBetweenByteFormats) {
+  std::vector<lowbit::float8_e5m2> codes(300);
+  for (std::size_t i = 0; i < codes.size(); ++i) codes[i] = lowbit::float8_e5m2::from_bits(static_cast<std::uint8_t>(i));
+  std::vector<lowbit::float8_e4m3fn> expected(codes.size());
+  lowbit::convert(codes.data(), expected.data(), codes.size());
+  auto* in_place = reinterpret_cast<lowbit::float8_e4m3fn*>(codes.data());
+  lowbit::convert(codes.data(), in_place, codes.size());
+  EXPECT_EQ(std::memcmp(in_place, expected.data(), codes.size()), 0);
+}
+
+TEST(ConvertContract, ContainerOverloadsConvertLikeThePointerOnes) {
+  const std::vector<float> x = gaussian(1001, 100.0f, 3);
+  std::vector<lowbit::float8_e4m3fn> want(x.size()), got(x.size());
+  policy p;
+  p.ov = overflow::non_saturate;
+  lowbit::convert(x.data(), want.data(), x.size(), p);
+  ASSERT_TRUE(lowbit::convert(x, got, p).ok());
+  EXPECT_EQ(std::memcmp(want.data(), got.data(), x.size()), 0);
+  ASSERT_TRUE(lowbit::convert(x, got, overflow::saturate, rounding::toward_zero).ok());
+  lowbit::convert(x.data(), want.data(), x.size(), overflow::saturate, rounding::toward_zero);
+  EXPECT_EQ(std::memcmp(want.data(), got.data(), x.size()), 0);
+  std::vector<float> back(x.size()), back_want(x.size());
+  ASSERT_TRUE(lowbit::convert(got, back).ok());
+  lowbit::convert(got.data(), back_want.data(), got.size());
+  EXPECT_EQ(std::memcmp(back.data(), back_want.data(), back.size() * sizeof(float)), 0);
+  std::vector<std::uint8_t> packed(lowbit::packed_bytes<lowbit::float4_e2m1fn>(x.size()));
+  std::vector<std::uint8_t> packed_want(packed.size());
+  ASSERT_TRUE(lowbit::convert_packed<lowbit::float4_e2m1fn>(x, packed).ok());
+  lowbit::convert_packed<lowbit::float4_e2m1fn>(x.data(), packed_want.data(), x.size());
+  EXPECT_EQ(packed, packed_want);
+  ASSERT_TRUE(lowbit::convert_packed<lowbit::float4_e2m1fn>(packed, back).ok());
+  lowbit::convert_packed<lowbit::float4_e2m1fn>(packed.data(), back_want.data(), x.size());
+  EXPECT_EQ(std::memcmp(back.data(), back_want.data(), back.size() * sizeof(float)), 0);
+  // Stochastic rounding with its random bits as a container.
+  std::vector<std::uint32_t> random(x.size(), 0x9E3779B9u);
+  ASSERT_TRUE(lowbit::convert(x, got, overflow::saturate, rounding::stochastic, random).ok());
+  lowbit::convert(x.data(), want.data(), x.size(), overflow::saturate, rounding::stochastic, random.data());
+  EXPECT_EQ(std::memcmp(want.data(), got.data(), x.size()), 0);
+}
+
+TEST(ConvertContract, ContainerOverloadsRejectBadArgumentsAndWriteNothing) {
+  using lowbit::errc;
+  using lowbit::span;
+  using q8 = lowbit::float8_e4m3fn;
+  std::vector<float> x(64, 1.0f);
+  std::vector<q8> out(64, q8::from_bits(0x5A));
+  auto untouched = [&] {
+    for (const q8& v : out)
+      if (v.bits() != 0x5A) return false;
+    return true;
+  };
+  std::vector<q8> short_out(63, q8::from_bits(0x5A));
+  EXPECT_EQ(lowbit::convert(x, short_out).code(), errc::size_mismatch);
+  std::vector<std::uint32_t> random(10);
+  EXPECT_EQ(lowbit::convert(x, out, overflow::saturate, rounding::stochastic, random).code(), errc::size_mismatch);
+  EXPECT_EQ(lowbit::convert(span<const float>(nullptr, 64), out).code(), errc::bad_argument);
+  lowbit_test::misaligned<float> odd(64);
+  EXPECT_EQ(lowbit::convert(span<const float>(odd.data(), 64), out).code(), errc::misaligned);
+  // Output bytes inside the input floats: partial overlap.
+  EXPECT_EQ(lowbit::convert(span<const float>(x), span<q8>(reinterpret_cast<q8*>(x.data()) + 8, 64)).code(),
+            errc::overlapping_buffers);
+  // Exactly in place, but float -> byte is not same-size: also refused.
+  EXPECT_EQ(lowbit::convert(span<const float>(x), span<q8>(reinterpret_cast<q8*>(x.data()), 64)).code(),
+            errc::overlapping_buffers);
+  EXPECT_TRUE(untouched());
+  for (float v : x) ASSERT_EQ(v, 1.0f);
+  // Packed sizes must be exact.
+  std::vector<std::uint8_t> packed(31);
+  EXPECT_EQ(lowbit::convert_packed<lowbit::float4_e2m1fn>(x, packed).code(), errc::size_mismatch);
+  std::vector<float> back(65);
+  std::vector<std::uint8_t> packed32(32);
+  EXPECT_EQ(lowbit::convert_packed<lowbit::float4_e2m1fn>(packed32, back).code(), errc::size_mismatch);
+  // n = 0 is ok with null data.
+  EXPECT_TRUE(lowbit::convert(span<const float>(nullptr, 0), span<q8>(nullptr, 0)).ok());
+}
+
+#ifndef NDEBUG
+// Builds with assertions check the pointer overloads' preconditions.
+TEST(ConvertContractDeathTest, PreconditionsAreAssertedInDebugBuilds) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  std::vector<float> x(64, 1.0f);
+  std::vector<lowbit::float8_e4m3fn> out(64);
+  EXPECT_DEATH(lowbit::convert(static_cast<const float*>(nullptr), out.data(), 64), "");
+  EXPECT_DEATH(lowbit::convert(x.data(), reinterpret_cast<lowbit::float8_e4m3fn*>(x.data()) + 3, 64), "");
+  lowbit_test::misaligned<float> odd(64);
+  EXPECT_DEATH(lowbit::convert(odd.data(), out.data(), 64), "");
+}
+#endif
 
 }  // namespace

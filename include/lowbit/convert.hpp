@@ -14,9 +14,14 @@
 //   lowbit::convert(x, q, n);                        // round to nearest even, saturate
 //   lowbit::convert(q, x, n);                        // exact
 //
-//   std::vector<std::uint8_t> packed(lowbit::packed_size<lowbit::float4_e2m1fn>(n));
+//   std::vector<std::uint8_t> packed(lowbit::packed_bytes<lowbit::float4_e2m1fn>(n));
 //   lowbit::convert_packed<lowbit::float4_e2m1fn>(x, packed.data(), n);   // two codes per byte
 //   lowbit::convert_packed<lowbit::float4_e2m1fn>(packed.data(), x, n);   // and back
+//
+// Preconditions (docs/api.md, section 7): src and dst non-null when n > 0, aligned to their
+// element types, and not overlapping, except in place (src == dst) when source and destination
+// elements have the same size. Builds without NDEBUG check them with LOWBIT_ASSERT. The container
+// overloads at the end check the same things and return a status instead.
 #ifndef LOWBIT_CONVERT_HPP
 #define LOWBIT_CONVERT_HPP
 
@@ -24,13 +29,32 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "core/checks.hpp"
 #include "core/cpu.hpp"
 #include "core/packing.hpp"
+#include "core/span.hpp"
 #include "formats/types.hpp"
 #include "kernels/avx2_convert.hpp"
 #include "kernels/scalar.hpp"
 
 namespace lowbit {
+
+namespace detail {
+
+// The status of a conversion's arguments (docs/api.md, sections 4-7): null or misaligned
+// buffers, then overlap, where in place (the same address, elements of the same size) is allowed.
+template <class From, class To>
+inline status convert_arguments(const From* src, std::size_t src_count, const To* dst, std::size_t dst_count) noexcept {
+  const buffer in = buffer_of(src, src_count);
+  const buffer out = buffer_of(dst, dst_count);
+  if (sizeof(From) == sizeof(To) && in.address == out.address && in.bytes == out.bytes) {
+    if (in.bytes != 0 && in.address == 0) return errc::bad_argument;
+    return in.address % alignof(From) != 0 || out.address % alignof(To) != 0 ? errc::misaligned : errc::ok;
+  }
+  return check_buffers({in}, {out});
+}
+
+}  // namespace detail
 
 // Rounds n values of src (float, double, or any lowbit type) into dst under policy p.
 // With rounding::stochastic, random_bits must hold n values (one per element); when it is null,
@@ -39,6 +63,7 @@ namespace lowbit {
 template <class From, class T, std::enable_if_t<is_minifloat<T>::value && detail::is_encode_source<From>::value, int> = 0>
 void convert(const From* src, T* dst, std::size_t n, const policy& p,
              const std::uint32_t* random_bits = nullptr) noexcept {
+  LOWBIT_ASSERT(detail::convert_arguments(src, n, dst, n).ok());
 #if LOWBIT_HAS_AVX2_KERNELS
   if constexpr (kernels::avx2::can_encode<From, T>::value) {
     if (detail::use_avx2() && kernels::avx2::supports_policy<typename T::format>(p)) {
@@ -62,6 +87,7 @@ void convert(const From* src, T* dst, std::size_t n, overflow ov = overflow::sat
 // Decodes n values exactly (NaN: the quiet NaN 0x7FC00000 with the code's sign).
 template <class F>
 void convert(const minifloat<F>* src, float* dst, std::size_t n) noexcept {
+  LOWBIT_ASSERT(detail::convert_arguments(src, n, dst, n).ok());
 #if LOWBIT_HAS_AVX2_KERNELS
   if constexpr (kernels::avx2::can_decode<F>::value) {
     if (detail::use_avx2()) {
@@ -80,19 +106,20 @@ void convert(const minifloat<F>* src, float* dst, std::size_t n) noexcept {
 // byte. These are the layouts of core/packing.hpp (pack_nibbles / pack_sextets), which the MX
 // block formats use. A last partial byte has its unused high bits zero.
 
-// Bytes that n packed codes of T occupy.
+// Bytes that n packed codes of T occupy (packed_bytes(n, bits) of core/packing.hpp).
 template <class T, std::enable_if_t<is_minifloat<T>::value, int> = 0>
-constexpr std::size_t packed_size(std::size_t n) noexcept {
+constexpr std::size_t packed_bytes(std::size_t n) noexcept {
   return packed_bytes(n, T::format::bits);
 }
 
-// Rounds n values of src into format T under p and writes packed_size<T>(n) bytes to dst.
+// Rounds n values of src into format T under p and writes packed_bytes<T>(n) bytes to dst.
 template <class T, class From,
           std::enable_if_t<is_minifloat<T>::value && detail::is_encode_source<From>::value, int> = 0>
 void convert_packed(const From* src, std::uint8_t* dst, std::size_t n, const policy& p,
                     const std::uint32_t* random_bits = nullptr) noexcept {
   static_assert(T::format::bits == 4 || T::format::bits == 6 || T::format::bits == 8,
                 "packed layouts exist for the 4-, 6- and 8-bit formats");
+  LOWBIT_ASSERT(detail::convert_arguments(src, n, dst, packed_bytes<T>(n)).ok());
 #if LOWBIT_HAS_AVX2_KERNELS
   if constexpr (kernels::avx2::can_encode<From, T>::value) {
     if (detail::use_avx2() && kernels::avx2::supports_policy<typename T::format>(p)) {
@@ -114,11 +141,12 @@ void convert_packed(const From* src, std::uint8_t* dst, std::size_t n, overflow 
   convert_packed<T>(src, dst, n, p, random_bits);
 }
 
-// Decodes n packed codes of T (packed_size<T>(n) bytes at src) exactly into dst.
+// Decodes n packed codes of T (packed_bytes<T>(n) bytes at src) exactly into dst.
 template <class T, std::enable_if_t<is_minifloat<T>::value, int> = 0>
 void convert_packed(const std::uint8_t* src, float* dst, std::size_t n) noexcept {
   static_assert(T::format::bits == 4 || T::format::bits == 6 || T::format::bits == 8,
                 "packed layouts exist for the 4-, 6- and 8-bit formats");
+  LOWBIT_ASSERT(detail::convert_arguments(src, packed_bytes<T>(n), dst, n).ok());
 #if LOWBIT_HAS_AVX2_KERNELS
   if (detail::use_avx2()) {
     kernels::avx2::decode_packed<T>(src, dst, n);
@@ -126,6 +154,95 @@ void convert_packed(const std::uint8_t* src, float* dst, std::size_t n) noexcept
   }
 #endif
   kernels::scalar::decode_packed<T>(src, dst, n);
+}
+
+
+// ------------------------------------------------------------------------------------------------
+// Container overloads: the same conversions, taking any contiguous container or view (a
+// std::vector, std::array, lowbit::span, std::span) and returning a status instead of assuming
+// the preconditions. dst must hold exactly as many elements as src (packed: packed_bytes<T>(n)
+// bytes); random_bits, when given, one value per element. Errors, nothing written:
+//   size_mismatch        the counts differ
+//   bad_argument         a null container data() with a non-zero size
+//   misaligned           a view whose data() is not aligned to its element type
+//   overlapping_buffers  src and dst overlap, other than exactly in place with same-size elements
+
+namespace detail {
+template <class C>
+using element_of = std::remove_cv_t<std::remove_pointer_t<decltype(std::declval<C&>().data())>>;
+template <class C, class = void>
+struct has_data : std::false_type {};
+template <class C>
+struct has_data<C, std::void_t<decltype(std::declval<C&>().data()), decltype(std::declval<C&>().size())>>
+    : std::true_type {};
+
+template <class Src, class Dst, bool = has_data<const Src>::value && has_data<Dst>::value>
+struct is_encode_pair : std::false_type {};
+template <class Src, class Dst>
+struct is_encode_pair<Src, Dst, true>
+    : std::integral_constant<bool, is_minifloat<element_of<Dst>>::value && is_encode_source<element_of<const Src>>::value &&
+                                       !std::is_const<std::remove_pointer_t<decltype(std::declval<Dst&>().data())>>::value> {};
+
+template <class Src, class Dst, bool = has_data<const Src>::value && has_data<Dst>::value>
+struct is_decode_pair : std::false_type {};
+template <class Src, class Dst>
+struct is_decode_pair<Src, Dst, true>
+    : std::integral_constant<bool, is_minifloat<element_of<const Src>>::value && std::is_same<element_of<Dst>, float>::value &&
+                                       !std::is_const<std::remove_pointer_t<decltype(std::declval<Dst&>().data())>>::value> {};
+}  // namespace detail
+
+template <class Src, class Dst, std::enable_if_t<detail::is_encode_pair<Src, Dst>::value, int> = 0>
+[[nodiscard]] status convert(const Src& src, Dst&& dst, const policy& p, span<const std::uint32_t> random_bits = {}) noexcept {
+  const std::size_t n = static_cast<std::size_t>(src.size());
+  if (static_cast<std::size_t>(dst.size()) != n || (!random_bits.empty() && random_bits.size() != n))
+    return errc::size_mismatch;
+  if (status s = detail::convert_arguments(src.data(), n, dst.data(), n); !s) return s;
+  if (status s = detail::check_buffers({detail::buffer_of(random_bits.data(), random_bits.size())}, {}); !s) return s;
+  convert(src.data(), dst.data(), n, p, random_bits.empty() ? nullptr : random_bits.data());
+  return status{};
+}
+
+template <class Src, class Dst, std::enable_if_t<detail::is_encode_pair<Src, Dst>::value, int> = 0>
+[[nodiscard]] status convert(const Src& src, Dst&& dst, overflow ov = overflow::saturate,
+                             rounding rm = rounding::nearest_even, span<const std::uint32_t> random_bits = {}) noexcept {
+  policy p;
+  p.ov = ov;
+  p.rm = rm;
+  return convert(src, dst, p, random_bits);
+}
+
+template <class Src, class Dst, std::enable_if_t<detail::is_decode_pair<Src, Dst>::value, int> = 0>
+[[nodiscard]] status convert(const Src& src, Dst&& dst) noexcept {
+  const std::size_t n = static_cast<std::size_t>(src.size());
+  if (static_cast<std::size_t>(dst.size()) != n) return errc::size_mismatch;
+  if (status s = detail::convert_arguments(src.data(), n, dst.data(), n); !s) return s;
+  convert(src.data(), dst.data(), n);
+  return status{};
+}
+
+// Packed: src holds n values (any contiguous container of an encode source) and dst
+// packed_bytes<T>(n) bytes.
+template <class T, class Src,
+          std::enable_if_t<is_minifloat<T>::value && detail::has_data<const Src>::value, int> = 0,
+          std::enable_if_t<detail::is_encode_source<detail::element_of<const Src>>::value, int> = 0>
+[[nodiscard]] status convert_packed(const Src& src, span<std::uint8_t> dst, const policy& p = {},
+                                    span<const std::uint32_t> random_bits = {}) noexcept {
+  const std::size_t n = static_cast<std::size_t>(src.size());
+  if (dst.size() != packed_bytes<T>(n) || (!random_bits.empty() && random_bits.size() != n)) return errc::size_mismatch;
+  if (status s = detail::convert_arguments(src.data(), n, dst.data(), dst.size()); !s) return s;
+  if (status s = detail::check_buffers({detail::buffer_of(random_bits.data(), random_bits.size())}, {}); !s) return s;
+  convert_packed<T>(src.data(), dst.data(), n, p, random_bits.empty() ? nullptr : random_bits.data());
+  return status{};
+}
+
+// Unpacking: dst holds n values and src packed_bytes<T>(n) bytes.
+template <class T, std::enable_if_t<is_minifloat<T>::value, int> = 0>
+[[nodiscard]] status convert_packed(span<const std::uint8_t> src, span<float> dst) noexcept {
+  const std::size_t n = dst.size();
+  if (src.size() != packed_bytes<T>(n)) return errc::size_mismatch;
+  if (status s = detail::convert_arguments(src.data(), src.size(), dst.data(), n); !s) return s;
+  convert_packed<T>(src.data(), dst.data(), n);
+  return status{};
 }
 
 }  // namespace lowbit
