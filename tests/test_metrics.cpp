@@ -11,6 +11,8 @@
 #include <limits>
 #include <vector>
 
+#include "support.hpp"
+
 namespace {
 
 using lowbit::errc;
@@ -34,7 +36,7 @@ TEST(Metrics, HandComputed) {
   EXPECT_EQ(s.value.err_sq, 4.0);
   EXPECT_EQ(s.value.dot, 20.0);
   EXPECT_EQ(s.value.max_abs, 2.0);
-  EXPECT_EQ(lowbit::mse(r.data(), 3, t.data(), 3).value, lowbit::mse(s.value));
+  EXPECT_EQ(lowbit::mse(r.data(), 3, t.data(), 3).value, 4.0 / 3.0);  // the pointer form on its own
 }
 
 TEST(Metrics, LessonEightWeights) {
@@ -74,8 +76,15 @@ TEST(Metrics, Errors) {
   const std::vector<float> e;
   EXPECT_EQ(lowbit::mse(a, b).status.code(), errc::size_mismatch);
   EXPECT_EQ(lowbit::sqnr_db(e, e).status.code(), errc::empty_input);
-  EXPECT_EQ(lowbit::cosine_similarity(a, e).status.code(), errc::empty_input);
+  // docs/api.md's order: the shapes first (a non-empty and an empty input differ in length),
+  // then emptiness, then the pointers.
+  EXPECT_EQ(lowbit::cosine_similarity(a, e).status.code(), errc::size_mismatch);
+  EXPECT_EQ(lowbit::mse(nullptr, 0, nullptr, 0).status.code(), errc::empty_input);
   EXPECT_EQ(lowbit::max_abs_error(a.data(), 2, nullptr, 2).status.code(), errc::bad_argument);
+  EXPECT_EQ(lowbit::max_abs_error(a.data(), 2, nullptr, 3).status.code(), errc::size_mismatch);
+  lowbit_test::misaligned<float> odd(2);
+  EXPECT_EQ(lowbit::sqnr_db(a.data(), 2, odd.data(), 2).status.code(), errc::misaligned);
+  EXPECT_EQ(lowbit::sqnr_db(odd.data(), 2, nullptr, 2).status.code(), errc::bad_argument);
   for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
                     -std::numeric_limits<float>::infinity()}) {
     const std::vector<float> c = {1.0f, bad};

@@ -12,12 +12,14 @@
 // (k = 0..7) accumulates the elements i with i % 8 == k in index order, then the lanes combine as
 // s_k = lane_k + lane_{k+4} (k < 4) and total = (s_0 + s_2) + (s_1 + s_3), which is what two
 // 4-wide double accumulators and the usual horizontal sum give. Differences are taken in double
-// ((double)r - (double)t). A build that contracts a*b + c into FMA may change the last bits of
-// the error sums; compare metrics with a relative tolerance, not bit for bit.
+// ((double)r - (double)t). Products are never fused into the additions (core/no_contract.hpp), so
+// both paths give the same bits under any compiler flags, -march=native -ffp-contract=fast too.
 //
-// Errors (result<double>, never NaN): an empty input -> empty_input; inputs of different lengths
-// -> size_mismatch; a null pointer -> bad_argument; NaN or Inf in either input -> non_finite_input
-// (detected from the sums: squares of finite floats cannot overflow a double sum).
+// Errors (result<double>, never NaN), in docs/api.md's order: inputs of different lengths ->
+// size_mismatch; an empty input -> empty_input (a statistic of nothing); a null pointer ->
+// bad_argument; a pointer not aligned to float -> misaligned; NaN or Inf in either input ->
+// non_finite_input (detected from the sums: squares of finite floats cannot overflow a double
+// sum). Every metric also takes two lowbit::span<const float> (std::vector, std::array, ...).
 // Degenerate cases: identical inputs give sqnr_db = +inf and relative error 0 even when both are
 // all zeros; a zero reference with a nonzero test gives sqnr_db = -inf and relative error +inf;
 // cosine similarity is 1 when both vectors are zero and 0 when only one is.
@@ -27,9 +29,11 @@
 #include <cmath>
 #include <cstddef>
 #include <limits>
-#include <utility>
 
+#include "core/checks.hpp"
 #include "core/cpu.hpp"
+#include "core/no_contract.hpp"
+#include "core/span.hpp"
 #include "core/status.hpp"
 #include "kernels/avx2_metrics.hpp"
 #include "kernels/fp_env.hpp"
@@ -75,10 +79,10 @@ inline void error_sums_ref(const float* ref, const float* test, std::size_t n, e
     const double r = ref[i];
     const double t = test[i];
     const double e = r - t;
-    l.rr[k] += r * r;
-    l.tt[k] += t * t;
-    l.ee[k] += e * e;
-    l.rt[k] += r * t;
+    l.rr[k] += detail::no_contract(r * r);  // never fused into an FMA: the AVX2 kernel does not fuse
+    l.tt[k] += detail::no_contract(t * t);
+    l.ee[k] += detail::no_contract(e * e);
+    l.rt[k] += detail::no_contract(r * t);
     const double a = std::fabs(e);
     l.nan_seen = l.nan_seen || a != a;
     l.max_abs = a > l.max_abs ? a : l.max_abs;
@@ -107,12 +111,12 @@ inline void add_error_sums(const float* ref, const float* test, std::size_t n, e
 [[nodiscard]] inline result<error_sums> error_statistics(const float* ref, std::size_t n_ref, const float* test,
                                                          std::size_t n_test) noexcept {
   result<error_sums> r;
-  if (n_ref == 0 || n_test == 0) {
-    r.status = errc::empty_input;
-  } else if (n_ref != n_test) {
+  if (n_ref != n_test) {
     r.status = errc::size_mismatch;
-  } else if (ref == nullptr || test == nullptr) {
-    r.status = errc::bad_argument;
+  } else if (n_ref == 0) {
+    r.status = errc::empty_input;
+  } else if (status c = detail::check_buffers({detail::buffer_of(ref, n_ref), detail::buffer_of(test, n_test)}, {}); !c) {
+    r.status = c;
   } else {
     add_error_sums(ref, test, n_ref, r.value);
     const error_sums& s = r.value;
@@ -181,30 +185,20 @@ inline result<double> metric(const float* ref, std::size_t n_ref, const float* t
   return detail::metric(ref, n_ref, test, n_test, [](const error_sums& s) { return cosine_similarity(s); });
 }
 
-// Overloads for contiguous containers of float (std::vector<float>, std::array<float, N>, ...).
-template <class A, class B, class = decltype(static_cast<const float*>(std::declval<const A&>().data())),
-          class = decltype(static_cast<const float*>(std::declval<const B&>().data()))>
-[[nodiscard]] inline result<double> mse(const A& ref, const B& test) noexcept {
+// The same metrics of two contiguous views (std::vector<float>, std::array<float, N>, ...).
+[[nodiscard]] inline result<double> mse(span<const float> ref, span<const float> test) noexcept {
   return mse(ref.data(), ref.size(), test.data(), test.size());
 }
-template <class A, class B, class = decltype(static_cast<const float*>(std::declval<const A&>().data())),
-          class = decltype(static_cast<const float*>(std::declval<const B&>().data()))>
-[[nodiscard]] inline result<double> sqnr_db(const A& ref, const B& test) noexcept {
+[[nodiscard]] inline result<double> sqnr_db(span<const float> ref, span<const float> test) noexcept {
   return sqnr_db(ref.data(), ref.size(), test.data(), test.size());
 }
-template <class A, class B, class = decltype(static_cast<const float*>(std::declval<const A&>().data())),
-          class = decltype(static_cast<const float*>(std::declval<const B&>().data()))>
-[[nodiscard]] inline result<double> max_abs_error(const A& ref, const B& test) noexcept {
+[[nodiscard]] inline result<double> max_abs_error(span<const float> ref, span<const float> test) noexcept {
   return max_abs_error(ref.data(), ref.size(), test.data(), test.size());
 }
-template <class A, class B, class = decltype(static_cast<const float*>(std::declval<const A&>().data())),
-          class = decltype(static_cast<const float*>(std::declval<const B&>().data()))>
-[[nodiscard]] inline result<double> relative_frobenius_error(const A& ref, const B& test) noexcept {
+[[nodiscard]] inline result<double> relative_frobenius_error(span<const float> ref, span<const float> test) noexcept {
   return relative_frobenius_error(ref.data(), ref.size(), test.data(), test.size());
 }
-template <class A, class B, class = decltype(static_cast<const float*>(std::declval<const A&>().data())),
-          class = decltype(static_cast<const float*>(std::declval<const B&>().data()))>
-[[nodiscard]] inline result<double> cosine_similarity(const A& ref, const B& test) noexcept {
+[[nodiscard]] inline result<double> cosine_similarity(span<const float> ref, span<const float> test) noexcept {
   return cosine_similarity(ref.data(), ref.size(), test.data(), test.size());
 }
 
