@@ -25,7 +25,9 @@
 //
 // The per-block functions (mx_block_scale, mx_quantize_block, mx_dequantize_block) define the
 // results; the bulk functions only loop over blocks, and a SIMD kernel replacing the loop must be
-// bit-identical to them.
+// bit-identical to them. They use no float arithmetic that can round (exact products by powers of
+// two, integer exponent arithmetic, the codec), so neither MXCSR nor floating-point contraction
+// (-ffp-contract=fast, -march=native) can change a result.
 #ifndef LOWBIT_SCHEMES_MX_HPP
 #define LOWBIT_SCHEMES_MX_HPP
 

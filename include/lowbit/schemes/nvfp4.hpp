@@ -25,6 +25,10 @@
 // subnormal (subnormal inputs, or tensor scales far below 2^-100), so the bulk functions run in
 // the IEEE default environment (kernels/fp_env.hpp) whatever the caller's MXCSR; the per-block
 // functions, called directly, follow the caller's environment. MX is integer-only and needs none.
+// Every formula above is one multiplication or division per rounding, never a * b + c, so
+// floating-point contraction (-ffp-contract=fast, FMA under -march=native) has nothing to fuse:
+// the scalar reference gives the same bytes under any compiler flags (tests/test_kernels_block
+// compares it with the AVX2 kernels in a -march=native -ffp-contract=fast build).
 //
 // Special cases:
 //  - A block holding NaN or Inf gets the E4M3 NaN scale 0x7F and element codes 0; it decodes to
