@@ -17,9 +17,7 @@
 #include <string>
 #include <vector>
 
-#if LOWBIT_HAS_AVX2_KERNELS
-#include <xmmintrin.h>
-#endif
+#include "support.hpp"
 
 namespace {
 
@@ -28,32 +26,20 @@ using lb::rounding;
 
 #if LOWBIT_HAS_AVX2_KERNELS
 
-bool have_avx2() { return lb::is_supported(lb::isa::avx2); }
+using lowbit_test::float_bits;
+using lowbit_test::float_from_bits;
 
-#define LOWBIT_SKIP_WITHOUT_AVX2() \
-  if (!have_avx2()) GTEST_SKIP() << "this CPU lacks AVX2+FMA+F16C: there is no AVX2 path to compare"
-
-// Sets MXCSR flush-to-zero and denormals-are-zero (or clears them) until the end of the scope.
-class fp_env {
+// Each comparison runs with FTZ+DAZ clear (false) and set (true).
+class fp_env : public lowbit_test::mxcsr_scope {
  public:
-  explicit fp_env(bool ftz_daz) : saved_(_mm_getcsr()) {
-    _mm_setcsr(ftz_daz ? (saved_ | 0x8040u) : (saved_ & ~0x8040u));
-  }
-  ~fp_env() { _mm_setcsr(saved_); }
-  fp_env(const fp_env&) = delete;
-  fp_env& operator=(const fp_env&) = delete;
-
- private:
-  unsigned saved_;
+  explicit fp_env(bool ftz_daz)
+      : lowbit_test::mxcsr_scope(ftz_daz ? lowbit_test::mxcsr_ftz | lowbit_test::mxcsr_daz : 0u) {}
 };
 
 const bool ftz_daz_states[] = {false, true};
 const rounding element_roundings[] = {rounding::nearest_even, rounding::nearest_away, rounding::nearest_toward_zero,
                                       rounding::toward_zero, rounding::toward_pos_inf};
 const lb::e8m0_rule scale_rules[] = {lb::e8m0_rule::floor, lb::e8m0_rule::ceil, lb::e8m0_rule::even};
-
-float from_bits(std::uint32_t b) { return lb::detail::bit_cast<float>(b); }
-std::uint32_t to_bits(float f) { return lb::detail::bit_cast<std::uint32_t>(f); }
 
 // n elements of T stored `offset` elements past the start of their allocation, so the kernels
 // see pointers that are not vector aligned.
@@ -109,7 +95,7 @@ void fill_block(float* x, std::size_t bs, int kind, int scale_exp, std::mt19937_
       for (std::size_t i = 0; i < bs; ++i) x[i] = finite(std::ldexp(normal(rng), scale_exp));
       break;
     case 1:  // any bit pattern: NaN, Inf, subnormals included
-      for (std::size_t i = 0; i < bs; ++i) x[i] = from_bits(any_bits(rng));
+      for (std::size_t i = 0; i < bs; ++i) x[i] = float_from_bits(any_bits(rng));
       break;
     case 2:  // all zero, with signs
       for (std::size_t i = 0; i < bs; ++i) x[i] = sign(0.0);
@@ -117,14 +103,14 @@ void fill_block(float* x, std::size_t bs, int kind, int scale_exp, std::mt19937_
     case 3: {  // a Gaussian block with one NaN or Inf
       for (std::size_t i = 0; i < bs; ++i) x[i] = finite(std::ldexp(normal(rng), scale_exp));
       const std::uint32_t specials[] = {0x7F800000u, 0xFF800000u, 0x7FC00000u, 0xFFC00001u, 0x7F800001u};
-      x[rng() % bs] = from_bits(specials[rng() % 5]);
+      x[rng() % bs] = float_from_bits(specials[rng() % 5]);
       break;
     }
     case 4:  // float subnormals only (and zeros)
-      for (std::size_t i = 0; i < bs; ++i) x[i] = from_bits((any_bits(rng) & 0x807FFFFFu) >> (rng() % 24));
+      for (std::size_t i = 0; i < bs; ++i) x[i] = float_from_bits((any_bits(rng) & 0x807FFFFFu) >> (rng() % 24));
       break;
     case 5:  // near the float maximum
-      for (std::size_t i = 0; i < bs; ++i) x[i] = from_bits((0x7F000000u + (any_bits(rng) & 0x7FFFFFu)) | (rng() & 1u) << 31);
+      for (std::size_t i = 0; i < bs; ++i) x[i] = float_from_bits((0x7F000000u + (any_bits(rng) & 0x7FFFFFu)) | (rng() & 1u) << 31);
       break;
     case 6: {  // ties: midpoints between neighbouring element values, times 2^s; the block's first
                // value is the element max (or just below the next power of two) so the floor
@@ -170,7 +156,7 @@ std::vector<float> make_data(std::size_t n, std::size_t bs, std::uint64_t seed, 
 
 std::vector<lb::bfloat16> to_bf16(const std::vector<float>& x) {
   std::vector<lb::bfloat16> y(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) y[i] = lb::bfloat16::from_bits(static_cast<std::uint16_t>(to_bits(x[i]) >> 16));
+  for (std::size_t i = 0; i < x.size(); ++i) y[i] = lb::bfloat16::from_bits(static_cast<std::uint16_t>(float_bits(x[i]) >> 16));
   return y;
 }
 
@@ -189,7 +175,7 @@ std::vector<std::uint32_t> bits_of(const std::vector<T>& v) {
   std::vector<std::uint32_t> r(v.size());
   for (std::size_t i = 0; i < v.size(); ++i) {
     if constexpr (std::is_same<T, float>::value) {
-      r[i] = to_bits(v[i]);
+      r[i] = float_bits(v[i]);
     } else {
       r[i] = v[i].bits();
     }
@@ -299,7 +285,7 @@ TYPED_TEST_SUITE(MxKernel, mx_formats);
 // Every rule, every rounding, both zero conventions, several block sizes (including ones the
 // AVX2 kernel hands back to the scalar loop), block counts that leave partial groups of eight.
 TYPED_TEST(MxKernel, RandomBlocksEveryOption) {
-  LOWBIT_SKIP_WITHOUT_AVX2();
+  REQUIRE_AVX2();
   using Fmt = TypeParam;
   std::uint64_t seed = 1;
   for (std::size_t bs : {std::size_t{32}, std::size_t{64}, std::size_t{8}, std::size_t{16}, std::size_t{24},
@@ -327,7 +313,7 @@ TYPED_TEST(MxKernel, RandomBlocksEveryOption) {
 
 // Long arrays (many full groups), the presets, and non_finite_is_error.
 TYPED_TEST(MxKernel, LongArraysAndPresets) {
-  LOWBIT_SKIP_WITHOUT_AVX2();
+  REQUIRE_AVX2();
   using Fmt = TypeParam;
   const std::vector<float> x = make_data<Fmt>(32 * 1000, 32, 99);
   mx_compare<Fmt>(x, lb::mx_presets::ocp(), 0, 1, std::string(Fmt::name) + " ocp");
@@ -342,7 +328,7 @@ TYPED_TEST(MxKernel, LongArraysAndPresets) {
 }
 
 TYPED_TEST(MxKernel, Matrices) {
-  LOWBIT_SKIP_WITHOUT_AVX2();
+  REQUIRE_AVX2();
   using Fmt = TypeParam;
   const std::size_t shapes[][2] = {{1, 32}, {3, 96}, {7, 64}, {5, 256}, {17, 32}, {2, 1024}};
   std::uint64_t seed = 500;
@@ -357,7 +343,7 @@ TYPED_TEST(MxKernel, Matrices) {
 }
 
 TYPED_TEST(MxKernel, Bfloat16Input) {
-  LOWBIT_SKIP_WITHOUT_AVX2();
+  REQUIRE_AVX2();
   using Fmt = TypeParam;
   for (rounding rm : {rounding::nearest_even, rounding::toward_pos_inf}) {
     lb::mx_options o;
@@ -371,16 +357,16 @@ TYPED_TEST(MxKernel, Bfloat16Input) {
 // The E8M0 scale of every amax exponent (float subnormals and zero included) with mantissas at
 // and around each rule's decision points: one block per amax, compared by scale byte.
 TYPED_TEST(MxKernel, ScaleOfEveryAmaxBinade) {
-  LOWBIT_SKIP_WITHOUT_AVX2();
+  REQUIRE_AVX2();
   using Fmt = TypeParam;
-  const std::uint32_t c = to_bits(Fmt::element_max) & 0x7FFFFFu;
+  const std::uint32_t c = float_bits(Fmt::element_max) & 0x7FFFFFu;
   const std::uint32_t carry = (1u << 23) - (1u << (22 - Fmt::mantissa_bits));
   const std::uint32_t mantissas[] = {0,         1,        2,     c - 1,     c,        c + 1,   carry - 1,
                                      carry,     carry + 1, 0x400000, 0x7FFFFF, 0x7FFFFE, 0x12345, 0x654321};
   std::vector<float> x;
   for (std::uint32_t field = 0; field < 255; ++field) {
     for (std::uint32_t m : mantissas) {
-      const float amax = from_bits(field << 23 | (m & 0x7FFFFFu));
+      const float amax = float_from_bits(field << 23 | (m & 0x7FFFFFu));
       std::vector<float> block(32, 0.0f);
       block[field % 32] = (m & 1u) != 0 ? -amax : amax;
       block[(field + 5) % 32] = amax / 3.0f;
@@ -397,7 +383,7 @@ TYPED_TEST(MxKernel, ScaleOfEveryAmaxBinade) {
 // Elements against many scales: every float exponent against each element format's rounding
 // points, in blocks whose amax pins the scale exponent s from -127 to 127.
 TYPED_TEST(MxKernel, ElementsAcrossScales) {
-  LOWBIT_SKIP_WITHOUT_AVX2();
+  REQUIRE_AVX2();
   using Fmt = TypeParam;
   std::mt19937_64 rng(42);
   std::vector<float> x;
@@ -412,7 +398,7 @@ TYPED_TEST(MxKernel, ElementsAcrossScales) {
         const std::uint32_t low_choices[] = {0u, 1u, 0x8000u, 0xFFFFu, static_cast<std::uint32_t>(rng()) & 0xFFFFu};
         std::uint32_t b = (static_cast<std::uint32_t>(rng()) & 0xFFFF0000u) | low_choices[rng() % 5];
         if ((b & 0x7F800000u) == 0x7F800000u) b &= 0xBFFFFFFFu;  // keep it finite
-        const float v = from_bits(b);
+        const float v = float_from_bits(b);
         block[i] = std::fabs(v) > std::fabs(block[0]) ? v * 0x1p-60f : v;
       }
       x.insert(x.end(), block.begin(), block.end());
@@ -435,7 +421,7 @@ T* aligned32(std::vector<T>& v) {
 constexpr std::size_t large_n = (std::size_t{16} << 20) / sizeof(float) + 256;
 
 TYPED_TEST(MxKernel, LargeOutputStreamingStores) {
-  LOWBIT_SKIP_WITHOUT_AVX2();
+  REQUIRE_AVX2();
   using Fmt = TypeParam;
   const std::vector<std::uint8_t> el = random_bytes(lb::mx_element_bytes<Fmt>(large_n), 1);
   const std::vector<std::uint8_t> sc = random_bytes(lb::mx_scale_bytes(large_n), 2);
@@ -450,7 +436,7 @@ TYPED_TEST(MxKernel, LargeOutputStreamingStores) {
 
 // Errors come back the same way on both paths, and nothing is written.
 TYPED_TEST(MxKernel, ArgumentErrors) {
-  LOWBIT_SKIP_WITHOUT_AVX2();
+  REQUIRE_AVX2();
   using Fmt = TypeParam;
   for (lb::isa isa : {lb::isa::scalar, lb::isa::avx2}) {
     lb::scoped_isa scope(isa);
@@ -556,7 +542,7 @@ std::vector<lb::nvfp4_tensor_scale> tensor_scales_for(const std::vector<float>& 
 }
 
 TEST(Nvfp4Kernel, RandomBlocksEveryOption) {
-  LOWBIT_SKIP_WITHOUT_AVX2();
+  REQUIRE_AVX2();
   std::uint64_t seed = 1000;
   for (rounding erm : element_roundings) {
     for (rounding srm : element_roundings) {
@@ -579,7 +565,7 @@ TEST(Nvfp4Kernel, RandomBlocksEveryOption) {
 }
 
 TEST(Nvfp4Kernel, LongArraysPresetsMatricesBfloat16) {
-  LOWBIT_SKIP_WITHOUT_AVX2();
+  REQUIRE_AVX2();
   const std::vector<float> x = make_data<lb::mxfp4_e2m1>(16 * 2000, 16, 77, -130, 100);
   for (const lb::nvfp4_tensor_scale& t : tensor_scales_for(x)) {
     nv_compare(x, t, lb::nvfp4_presets::nvidia(), 0, 1, "nvfp4 long nvidia");
@@ -608,14 +594,14 @@ TEST(Nvfp4Kernel, LongArraysPresetsMatricesBfloat16) {
 // effective scale is exactly 1, so the E2M1 encoder sees each pattern itself: all rounding
 // thresholds, their ties and neighbours, subnormals, Inf-sized quotients.
 TEST(Nvfp4Kernel, EveryHighHalfAsAnElement) {
-  LOWBIT_SKIP_WITHOUT_AVX2();
+  REQUIRE_AVX2();
   std::vector<float> x;
   for (std::uint32_t hi = 0; hi < 0x10000u; ++hi) {
     for (std::uint32_t lo : {0u, 1u, 0x8000u, 0xFFFFu}) {
       if (x.size() % 16 == 0) x.push_back(6.0f);  // amax 6: scale E4M3(1) = 0x38, D = 1
       std::uint32_t b = hi << 16 | lo;
-      if ((b & 0x7F800000u) == 0x7F800000u || std::fabs(from_bits(b)) > 6.0f) b = (b & 0x80000000u) | (b & 0x7FFFFFu);
-      x.push_back(from_bits(b));
+      if ((b & 0x7F800000u) == 0x7F800000u || std::fabs(float_from_bits(b)) > 6.0f) b = (b & 0x80000000u) | (b & 0x7FFFFFu);
+      x.push_back(float_from_bits(b));
     }
   }
   while (x.size() % 16 != 0) x.push_back(0.0f);
@@ -627,7 +613,7 @@ TEST(Nvfp4Kernel, EveryHighHalfAsAnElement) {
 }
 
 TEST(Nvfp4Kernel, LargeOutputStreamingStores) {
-  LOWBIT_SKIP_WITHOUT_AVX2();
+  REQUIRE_AVX2();
   const std::vector<std::uint8_t> el = random_bytes(lb::nvfp4_element_bytes(large_n), 3);
   const std::vector<std::uint8_t> sc = random_bytes(lb::nvfp4_scale_bytes(large_n), 4);
   for (const lb::nvfp4_tensor_scale t : {lb::nvfp4_single_level, lb::nvfp4_tensor_scale{0x1p-100f}}) {
@@ -645,7 +631,7 @@ TEST(Nvfp4Kernel, LargeOutputStreamingStores) {
 }
 
 TEST(Nvfp4Kernel, ArgumentErrors) {
-  LOWBIT_SKIP_WITHOUT_AVX2();
+  REQUIRE_AVX2();
   for (lb::isa isa : {lb::isa::scalar, lb::isa::avx2}) {
     lb::scoped_isa scope(isa);
     std::vector<float> x(64, 1.0f);
@@ -668,7 +654,7 @@ TEST(Nvfp4Kernel, ArgumentErrors) {
 // The kernels really are selected: with AVX2 active the dispatch takes them, and forcing the
 // scalar path is visible through active_isa().
 TEST(BlockKernelDispatch, PathsAreSelectable) {
-  LOWBIT_SKIP_WITHOUT_AVX2();
+  REQUIRE_AVX2();
   {
     lb::scoped_isa s(lb::isa::scalar);
     EXPECT_EQ(lb::active_isa(), lb::isa::scalar);

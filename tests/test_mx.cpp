@@ -14,9 +14,7 @@
 #include <random>
 #include <vector>
 
-#if defined(__SSE2__)
-#include <xmmintrin.h>
-#endif
+#include "support.hpp"
 
 namespace {
 
@@ -121,6 +119,110 @@ TEST(MxWorkedBlock, ProducersTieRulesOnTheFive) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The per-block reference (mx_block_scale, mx_quantize_block, mx_dequantize_block), called
+// directly on blocks whose results follow from OCP MX v1.0 by hand, and compared with the bulk
+// calls, which must write the same bytes.
+
+template <class Fmt>
+void expect_block_reference(const std::vector<float>& x, unsigned scale, std::initializer_list<unsigned> codes,
+                            const lb::mx_options& o = {}) {
+  SCOPED_TRACE(Fmt::name);
+  ASSERT_EQ(x.size(), o.block_size);
+  const std::size_t bytes = lb::packed_bytes(o.block_size, Fmt::element_bits);
+  std::vector<std::uint8_t> e(bytes, 0xEE);
+  float amax = 0.0f;
+  for (float v : x) amax = std::fmax(amax, std::fabs(v));
+  EXPECT_EQ(lb::mx_block_scale<Fmt>(amax, o.scale_rule), scale);
+  const std::uint8_t sc = lb::mx_quantize_block<Fmt>(x.data(), e.data(), o);
+  EXPECT_EQ(sc, scale);
+  std::size_t i = 0;
+  for (unsigned c : codes) EXPECT_EQ(code_at<Fmt>(e, i++), c) << "element " << i - 1;
+  std::vector<float> y(o.block_size, -12345.0f);
+  lb::mx_dequantize_block<Fmt>(e.data(), sc, o.block_size, y.data());
+  // Every value of these blocks is representable: the block reads back exactly.
+  for (std::size_t j = 0; j < x.size(); ++j) EXPECT_EQ(y[j], x[j]) << "element " << j;
+  // The bulk calls agree byte for byte with the per-block functions.
+  const quantized q = run<Fmt>(x, o);
+  EXPECT_EQ(q.elements, e);
+  EXPECT_EQ(q.scales[0], sc);
+  for (std::size_t j = 0; j < x.size(); ++j)
+    EXPECT_EQ(lowbit_test::float_bits(q.decoded[j]), lowbit_test::float_bits(y[j])) << "element " << j;
+}
+
+TEST(MxBlockReference, LessonBlockThroughThePerBlockFunctions) {
+  // The lesson's block (see MxWorkedBlock above), one block of 4.
+  const std::vector<float> x = {0.3f, -1.2f, 2.4f, 5.0f};
+  const lb::mx_options o = lb::mx_presets::ocp(4);
+  std::uint8_t e[2] = {0xEE, 0xEE};
+  const std::uint8_t sc = lb::mx_quantize_block<lb::mxfp4>(x.data(), e, o);
+  EXPECT_EQ(sc, 0x7F);
+  EXPECT_EQ(e[0], 0xA1);
+  EXPECT_EQ(e[1], 0x64);
+  float y[4];
+  lb::mx_dequantize_block<lb::mxfp4>(e, sc, 4, y);
+  EXPECT_EQ(y[0], 0.5f);
+  EXPECT_EQ(y[1], -1.0f);
+  EXPECT_EQ(y[2], 2.0f);
+  EXPECT_EQ(y[3], 4.0f);
+  const quantized q = run<lb::mxfp4>(x, o);
+  EXPECT_EQ(q.scales[0], sc);
+  EXPECT_EQ(q.elements, (std::vector<std::uint8_t>{e[0], e[1]}));
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(q.decoded[i], y[i]);
+}
+
+TEST(MxBlockReference, SpecBlocksOfEveryFormat) {
+  // Blocks of 32 holding each format's largest normal (so X = 2^0 under the floor rule: code
+  // 0x7F), a negative normal and the smallest subnormal, then zeros. Element codes from the
+  // formats' definitions (OCP MX v1.0 section 5.3): sign | exponent field | mantissa.
+  //  E4M3 (bias 7):  448 = 1.75 * 2^8 -> 0 1111 110 = 0x7E; -1 = 0 0111 000 | 0x80 = 0xB8;
+  //                  2^-9 = 0.001 * 2^-6 -> 0x01
+  //  E5M2 (bias 15): 57344 = 1.75 * 2^15 -> 0 11110 11 = 0x7B; -1 -> 0x3C | 0x80 = 0xBC;
+  //                  2^-16 -> 0x01
+  //  E2M3 (bias 1):  7.5 = 1.875 * 2^2 -> 0 11 111 = 0x1F; -1.125 = 1.001b -> 01 001 | 0x20 = 0x29;
+  //                  0.125 = 0.001b * 2^0 -> 0x01
+  //  E3M2 (bias 3):  28 = 1.75 * 2^4 -> 0 111 11 = 0x1F; -1 -> 011 00 | 0x20 = 0x2C;
+  //                  0.0625 = 0.01b * 2^-2 -> 0x01
+  //  E2M1 (bias 1):  6 = 1.5 * 2^2 -> 0 11 1 = 0x7; -1 -> 01 0 | 0x8 = 0xA; 0.5 -> 0x1
+  //  INT8 (1.6 fixed point): 127/64 -> 127 = 0x7F; -1 -> -64 = 0xC0; 1/64 -> 0x01
+  expect_block_reference<lb::mxfp8_e4m3>(block({448.0f, -1.0f, 0x1p-9f}), 0x7F, {0x7E, 0xB8, 0x01, 0x00});
+  expect_block_reference<lb::mxfp8_e5m2>(block({57344.0f, -1.0f, 0x1p-16f}), 0x7F, {0x7B, 0xBC, 0x01, 0x00});
+  expect_block_reference<lb::mxfp6_e2m3>(block({7.5f, -1.125f, 0.125f}), 0x7F, {0x1F, 0x29, 0x01, 0x00});
+  expect_block_reference<lb::mxfp6_e3m2>(block({28.0f, -1.0f, 0.0625f}), 0x7F, {0x1F, 0x2C, 0x01, 0x00});
+  expect_block_reference<lb::mxfp4_e2m1>(block({6.0f, -1.0f, 0.5f}), 0x7F, {0x7, 0xA, 0x1, 0x0});
+  expect_block_reference<lb::mxint8>(block({127.0f / 64, -1.0f, 1.0f / 64}), 0x7F, {0x7F, 0xC0, 0x01, 0x00});
+  // The same blocks times 2^5: X = 2^5 (code 0x84), the same element codes; and times 2^-20
+  // (code 0x6B).
+  for (float k : {0x1p5f, 0x1p-20f}) {
+    const unsigned sc = k > 1.0f ? 0x84 : 0x6B;
+    expect_block_reference<lb::mxfp8_e4m3>(block({448.0f * k, -k, 0x1p-9f * k}), sc, {0x7E, 0xB8, 0x01});
+    expect_block_reference<lb::mxfp6_e3m2>(block({28.0f * k, -k, 0.0625f * k}), sc, {0x1F, 0x2C, 0x01});
+    expect_block_reference<lb::mxfp4_e2m1>(block({6.0f * k, -k, 0.5f * k}), sc, {0x7, 0xA, 0x1});
+    expect_block_reference<lb::mxint8>(block({127.0f / 64 * k, -k, k / 64}), sc, {0x7F, 0xC0, 0x01});
+  }
+}
+
+TEST(MxBlockReference, SpecialBlocksThroughThePerBlockFunctions) {
+  // A NaN block: scale 0xFF and element codes 0, decoding to NaN everywhere (OCP MX v1.0 6.3);
+  // an all-zero block: scale 0x00 and signed zeros.
+  std::vector<float> x = block({1.0f, nan_f, -2.0f});
+  std::uint8_t e[16];
+  std::memset(e, 0xEE, sizeof e);
+  EXPECT_EQ(lb::mx_quantize_block<lb::mxfp4>(x.data(), e, lb::mx_options{}), 0xFF);
+  for (std::uint8_t b : e) EXPECT_EQ(b, 0x00);
+  float y[32];
+  lb::mx_dequantize_block<lb::mxfp4>(e, 0xFF, 32, y);
+  for (float v : y) EXPECT_TRUE(std::isnan(v));
+  const std::vector<float> z = block({-0.0f, 0.0f, -0.0f});
+  EXPECT_EQ(lb::mx_quantize_block<lb::mxfp4>(z.data(), e, lb::mx_options{}), 0x00);
+  EXPECT_EQ(e[0], 0x08);  // -0 | +0 << 4
+  EXPECT_EQ(e[1], 0x08);  // -0, then +0
+  lb::mx_dequantize_block<lb::mxfp4>(e, 0x00, 32, y);
+  EXPECT_TRUE(std::signbit(y[0]));
+  EXPECT_FALSE(std::signbit(y[1]));
+  EXPECT_EQ(y[0], 0.0f);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Bits per element and byte accounting (lesson 000, section 2.4).
 
 TEST(MxAccounting, BitsPerElement) {
@@ -139,9 +241,11 @@ TEST(MxAccounting, StorageBytes) {
   EXPECT_EQ(lb::mx_storage_bytes<lb::mxfp6_e2m3>(4096), 3200u);
   EXPECT_EQ(lb::mx_storage_bytes<lb::mxfp8_e4m3>(4096), 4224u);
   EXPECT_EQ(lb::mx_storage_bytes<lb::mxint8>(4096), 4224u);
-  EXPECT_EQ(2176.0 * 8 / 4096, 4.25);
-  EXPECT_EQ(3200.0 * 8 / 4096, 6.25);
-  EXPECT_EQ(4224.0 * 8 / 4096, 8.25);
+  // The storage of 4096 elements matches the advertised bits per element.
+  EXPECT_EQ(lb::mx_storage_bytes<lb::mxfp4>(4096) * 8.0 / 4096, lb::mx_bits_per_element<lb::mxfp4>());
+  EXPECT_EQ(lb::mx_storage_bytes<lb::mxfp6_e3m2>(4096) * 8.0 / 4096, lb::mx_bits_per_element<lb::mxfp6_e3m2>());
+  EXPECT_EQ(lb::mx_storage_bytes<lb::mxfp8_e5m2>(4096) * 8.0 / 4096, lb::mx_bits_per_element<lb::mxfp8_e5m2>());
+  EXPECT_EQ(lb::mx_storage_bytes<lb::mxfp4>(4096, 16) * 8.0 / 4096, lb::mx_bits_per_element<lb::mxfp4>(16));
   EXPECT_EQ(lb::mx_scale_bytes(4096, 32), 128u);
   EXPECT_EQ(lb::mx_element_bits(lb::mx_format::mxfp6_e3m2), 6);
 }
@@ -902,32 +1006,27 @@ TEST(MxProperty, IndependentOfFtzAndDaz) {
   // 2^-127 (0x00) and 2^-128 / 2^-127 = 0.5 = E4M3 0x30; -3 * 2^-136 is 3 * 2^-9 times the scale,
   // the subnormal 0x83. Decoding gives the float subnormals 2^-128 (0x00200000) and 3 * 2^-136
   // (0x80006000: 3 * 2^13 units of 2^-149). With FTZ and DAZ set, nothing changes.
-#if defined(__SSE2__)
-  volatile float a = 0x1p-128f;
-  volatile float b = -0x3p-136f;
-  std::vector<float> x(32, 0.0f);
-  std::uint8_t e[32] = {}, s = 0;
-  float out[32] = {};
-  const unsigned saved = _mm_getcsr();
-  _mm_setcsr(saved | 0x8040u);  // FTZ (bit 15) and DAZ (bit 6)
-  x[0] = a;
-  x[1] = b;
-  const lb::status q = lb::mx_quantize<lb::mxfp8_e4m3>(x.data(), 32, e, &s);
-  const lb::status d = lb::mx_dequantize<lb::mxfp8_e4m3>(e, &s, 32, out);
-  _mm_setcsr(saved);
-  ASSERT_TRUE(q.ok());
-  ASSERT_TRUE(d.ok());
-  EXPECT_EQ(s, 0x00);
-  EXPECT_EQ(e[0], 0x30);
-  EXPECT_EQ(e[1], 0x83);
-  std::uint32_t b0 = 0, b1 = 0;
-  std::memcpy(&b0, &out[0], 4);
-  std::memcpy(&b1, &out[1], 4);
-  EXPECT_EQ(b0, 0x00200000u);
-  EXPECT_EQ(b1, 0x80006000u);
-#else
-  GTEST_SKIP() << "needs x86 MXCSR to set FTZ/DAZ";
-#endif
+  for (const lowbit_test::mxcsr_state& state : lowbit_test::mxcsr_states) {
+    SCOPED_TRACE(state.name);
+    std::vector<float> x(32, 0.0f);
+    x[0] = lowbit_test::float_from_bits(0x00200000u);  // 2^-128
+    x[1] = lowbit_test::float_from_bits(0x80006000u);  // -3 * 2^-136
+    std::uint8_t e[32] = {}, s = 0;
+    float out[32] = {};
+    lb::status q, d;
+    {
+      lowbit_test::mxcsr_scope env(state.bits);
+      q = lb::mx_quantize<lb::mxfp8_e4m3>(x.data(), 32, e, &s);
+      d = lb::mx_dequantize<lb::mxfp8_e4m3>(e, &s, 32, out);
+    }
+    ASSERT_TRUE(q.ok());
+    ASSERT_TRUE(d.ok());
+    EXPECT_EQ(s, 0x00);
+    EXPECT_EQ(e[0], 0x30);
+    EXPECT_EQ(e[1], 0x83);
+    EXPECT_EQ(lowbit_test::float_bits(out[0]), 0x00200000u);
+    EXPECT_EQ(lowbit_test::float_bits(out[1]), 0x80006000u);
+  }
 }
 
 }  // namespace

@@ -8,10 +8,13 @@
 
 #include <cfloat>
 #include <cmath>
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <random>
 #include <vector>
+
+#include "support.hpp"
 
 namespace {
 
@@ -351,12 +354,77 @@ TEST(Nvfp4Special, ElementsSaturateAndTie) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The per-block reference (nvfp4_block_scale, nvfp4_quantize_block, nvfp4_dequantize_block),
+// called directly on the worked blocks above and compared with the bulk calls.
+
+// Runs one block of 16 through the per-block functions and through the bulk calls; both must
+// give the same bytes and the same float bits.
+void expect_block_matches_bulk(const std::vector<float>& x, nvfp4_tensor_scale t, std::uint8_t scale,
+                               std::initializer_list<unsigned> codes) {
+  ASSERT_EQ(x.size(), 16u);
+  float amax = 0.0f;
+  for (float v : x) amax = std::fmax(amax, std::fabs(v));
+  EXPECT_EQ(lb::nvfp4_block_scale(amax, t), scale);
+  std::uint8_t e[8];
+  std::fill(e, e + 8, std::uint8_t{0xEE});
+  const std::uint8_t sc = lb::nvfp4_quantize_block(x.data(), e, t);
+  EXPECT_EQ(sc, scale);
+  const std::vector<std::uint8_t> ev(e, e + 8);
+  std::size_t i = 0;
+  for (unsigned c : codes) EXPECT_EQ(code_at(ev, i++), c) << "element " << i - 1;
+  float y[16];
+  lb::nvfp4_dequantize_block(e, sc, t, y);
+  const quantized q = run(x, t);
+  EXPECT_EQ(q.scales[0], sc);
+  EXPECT_EQ(q.elements, ev);
+  for (std::size_t j = 0; j < 16; ++j)
+    EXPECT_EQ(lowbit_test::float_bits(q.decoded[j]), lowbit_test::float_bits(y[j])) << "element " << j;
+}
+
+TEST(Nvfp4BlockReference, LessonBlockThroughThePerBlockFunctions) {
+  // Nvfp4WorkedBlock above: scale 0x35 (0.8125), codes 0x1, 0xB, 0x5, 0x7.
+  const std::vector<float> x = block({0.3f, -1.2f, 2.4f, 5.0f});
+  expect_block_matches_bulk(x, single, 0x35, {0x1, 0xB, 0x5, 0x7, 0x0});
+  float y[16];
+  std::uint8_t e[8];
+  lb::nvfp4_dequantize_block(e, lb::nvfp4_quantize_block(x.data(), e, single), single, y);
+  EXPECT_EQ(y[0], 0.40625f);
+  EXPECT_EQ(y[1], -1.21875f);
+  EXPECT_EQ(y[2], 2.4375f);
+  EXPECT_EQ(y[3], 4.875f);
+  EXPECT_EQ(y[4], 0.0f);
+}
+
+TEST(Nvfp4BlockReference, TwoLevelBlocksThroughThePerBlockFunctions) {
+  // Nvfp4Scale.TwoLevelCodes above, per block: t = 4 (divisor) or g = 0.25 (multiplier).
+  for (nvfp4_tensor_scale ts : {nvfp4_tensor_scale{4.0f, nvfp4_scale_convention::divisor},
+                                nvfp4_tensor_scale{0.25f, nvfp4_scale_convention::multiplier}}) {
+    expect_block_matches_bulk(block({10752.0f}), ts, 0x7E, {0x7, 0x0});
+    expect_block_matches_bulk(block({3.0f, -1.0f}), ts, 0x20, {0x7, 0xC, 0x0});
+    float y[16];
+    const std::uint8_t e[8] = {0xC7, 0, 0, 0, 0, 0, 0, 0};
+    lb::nvfp4_dequantize_block(e, 0x20, ts, y);  // D = 0.125 * 4 = 0.5
+    EXPECT_EQ(y[0], 3.0f);
+    EXPECT_EQ(y[1], -1.0f);
+  }
+  // NaN and Inf blocks: the NaN scale 0x7F, codes 0, NaN everywhere.
+  std::vector<float> x = block({1.0f, inf_f});
+  std::uint8_t e[8];
+  EXPECT_EQ(lb::nvfp4_block_scale(inf_f, single), 0x7F);
+  EXPECT_EQ(lb::nvfp4_quantize_block(x.data(), e, single), 0x7F);
+  for (std::uint8_t b : e) EXPECT_EQ(b, 0);
+  float y[16];
+  lb::nvfp4_dequantize_block(e, 0x7F, single, y);
+  for (float v : y) EXPECT_TRUE(std::isnan(v));
+}
+
+// ---------------------------------------------------------------------------------------------
 // Layout.
 
 TEST(Nvfp4Layout, AccountingAndMatrix) {
   EXPECT_EQ(lb::nvfp4_bits_per_element(), 4.5);
   EXPECT_EQ(lb::nvfp4_storage_bytes(4096), 2304u);  // 2048 + 256
-  EXPECT_EQ(2304.0 * 8 / 4096, 4.5);
+  EXPECT_EQ(lb::nvfp4_storage_bytes(4096) * 8.0 / 4096, lb::nvfp4_bits_per_element());
   EXPECT_EQ(lb::nvfp4_scale_bytes(4096), 256u);
   // [2, 32]: row r's elements at byte 16 r, scales [r0b0, r0b1, r1b0, r1b1].
   // Row maxima 6, 3; 12, 0.75 -> scales 1 (0x38), 0.5 (0x30), 2 (0x40), 0.125 (0x30 - 0x10 = 0x20).
