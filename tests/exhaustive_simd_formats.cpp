@@ -31,12 +31,7 @@
 #include <thread>
 #include <vector>
 
-#if defined(__x86_64__) || defined(__i386__) || defined(_M_X64) || defined(_M_IX86)
-#include <xmmintrin.h>
-#define LOWBIT_TEST_HAS_MXCSR 1
-#else
-#define LOWBIT_TEST_HAS_MXCSR 0
-#endif
+#include "support.hpp"
 
 namespace {
 
@@ -83,17 +78,8 @@ struct tally {
 };
 
 // Sets flush-to-zero and denormals-are-zero for the calling thread while alive.
-class ftz_daz {
- public:
-#if LOWBIT_TEST_HAS_MXCSR
-  ftz_daz() : saved_(_mm_getcsr()) { _mm_setcsr(saved_ | 0x8040u); }
-  ~ftz_daz() { _mm_setcsr(saved_); }
-
- private:
-  unsigned saved_;
-#else
-  ftz_daz() {}
-#endif
+struct ftz_daz {
+  lowbit_test::mxcsr_scope scope{lowbit_test::mxcsr_ftz | lowbit_test::mxcsr_daz};
 };
 
 // Sweeps [begin, end) of the stride-spaced patterns: codes under both overflow modes.

@@ -76,6 +76,11 @@ inline std::uint32_t float_bits(float x) {
   std::memcpy(&b, &x, sizeof b);
   return b;
 }
+inline double double_from_bits(std::uint64_t b) {
+  double x;
+  std::memcpy(&x, &b, sizeof x);
+  return x;
+}
 inline std::uint64_t double_bits(double x) {
   std::uint64_t b;
   std::memcpy(&b, &x, sizeof b);

@@ -17,6 +17,7 @@
 #include <lowbit/lowbit.hpp>
 
 #include "format_tables.hpp"
+#include "support.hpp"
 
 namespace {
 
@@ -34,26 +35,10 @@ std::string hexfloat(double v) {
   std::snprintf(buf, sizeof buf, "%a", v);
   return buf;
 }
-std::uint64_t double_bits(double x) {
-  std::uint64_t b = 0;
-  std::memcpy(&b, &x, sizeof b);
-  return b;
-}
-double double_from_bits(std::uint64_t b) {
-  double x = 0;
-  std::memcpy(&x, &b, sizeof x);
-  return x;
-}
-std::uint32_t float_bits(float x) {
-  std::uint32_t b = 0;
-  std::memcpy(&b, &x, sizeof b);
-  return b;
-}
-float float_from_bits(std::uint32_t b) {
-  float x = 0;
-  std::memcpy(&x, &b, sizeof x);
-  return x;
-}
+using lowbit_test::double_bits;
+using lowbit_test::double_from_bits;
+using lowbit_test::float_bits;
+using lowbit_test::float_from_bits;
 
 struct variant {
   rounding rm;
@@ -143,7 +128,7 @@ void check_doubles(const ref_format& f, std::uint64_t seed) {
 }
 
 TEST(conversion_sources, double_rounding_example_from_research) {
-  // research/formats.md section 3.5: 1.0625 + 2^-30 lies just above the E4M3 tie between 1.0
+  // The double-rounding case (docs/formats.md section 5): 1.0625 + 2^-30 lies just above the E4M3 tie between 1.0
   // (0x38) and 1.125 (0x39), so the correct result is 0x39. Through float, the 2^-30 is lost
   // (float keeps 2^-23 at 1.0), 1.0625 is an exact tie, and ties-to-even gives 0x38.
   const double x = 1.0625 + 0x1p-30;

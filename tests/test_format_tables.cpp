@@ -16,6 +16,7 @@
 #include <lowbit/lowbit.hpp>
 
 #include "format_tables.hpp"
+#include "support.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -32,16 +33,8 @@ using lowbit::rounding;
 using lowbit_test::Inf;
 using lowbit_test::NaN;
 
-std::uint32_t float_bits(float x) {
-  std::uint32_t b = 0;
-  std::memcpy(&b, &x, sizeof b);
-  return b;
-}
-float float_from_bits(std::uint32_t b) {
-  float x = 0;
-  std::memcpy(&x, &b, sizeof x);
-  return x;
-}
+using lowbit_test::float_bits;
+using lowbit_test::float_from_bits;
 std::string hex(std::uint32_t v) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "0x%02X", static_cast<unsigned>(v));
@@ -300,7 +293,7 @@ TEST(format_tables, float4_e2m1fn_every_code) {
 TEST(format_tables, float4_e2m1fn_facts) {
   check_facts<lowbit::float4_e2m1fn>({0x7, 6.0, 0x2, 1.0, 0x1, 0.5, 0x2, 0.5, {}, {}, 0x8, 2}, 0x8);
   using T = lowbit::float4_e2m1fn;
-  // research/formats.md section 3.3, CUDA RN column.
+  // docs/formats.md section 3.2, CUDA RN column (cuda_fp4.hpp host code).
   expect_encode<T>(NaN, 0x7);
   expect_encode<T>(-NaN, 0x7);
   expect_encode<T>(Inf, 0x7, overflow::non_saturate);
@@ -329,7 +322,7 @@ TEST(format_tables, float8_e8m0fnu_facts) {
   check_facts<lowbit::float8_e8m0fnu>({0xFE, 0x1p127, 0x00, 0x1p-127, 0x00, 0x1p-127, 0x7F, 1.0, {0xFF}, {}, 0x00, 1},
                                       0x00);
   using T = lowbit::float8_e8m0fnu;
-  // research/formats.md section 3.4. Default rounding: nearest, the tie at the linear midpoint
+  // docs/formats.md section 3.2, E8M0 table. Default rounding: nearest, the tie at the linear midpoint
   // 1.5 * 2^e going up (ml_dtypes and c10 columns); toward_zero / toward_pos_inf: CUDA RZ / RP.
   expect_encode<T>(0.0, 0x00);
   expect_encode<T>(-1.0, 0x7F);

@@ -6,16 +6,14 @@
 
 #include <lowbit/metrics.hpp>
 
-#if LOWBIT_HAS_AVX2_KERNELS
-#include <xmmintrin.h>
-#endif
-
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
+
+#include "support.hpp"
 
 namespace {
 
@@ -24,40 +22,20 @@ using lowbit::isa;
 enum class fpenv { clear, ftz_daz, round_down };
 constexpr fpenv all_envs[] = {fpenv::clear, fpenv::ftz_daz, fpenv::round_down};
 
+// Sets the state for its lifetime (no-op where there is no MXCSR).
 class env_scope {
  public:
-  explicit env_scope(fpenv e) {
-#if LOWBIT_HAS_AVX2_KERNELS
-    saved_ = _mm_getcsr();
-    unsigned v = saved_ & ~0xE040u;
-    if (e == fpenv::ftz_daz) v |= 0x8040u;
-    if (e == fpenv::round_down) v |= 0x2000u;
-    _mm_setcsr(v);
-#else
-    (void)e;
-#endif
-  }
-  ~env_scope() {
-#if LOWBIT_HAS_AVX2_KERNELS
-    _mm_setcsr(saved_);
-#endif
-  }
+  explicit env_scope(fpenv e)
+      : scope_(e == fpenv::ftz_daz      ? lowbit_test::mxcsr_ftz | lowbit_test::mxcsr_daz
+               : e == fpenv::round_down ? lowbit_test::mxcsr_round_down
+                                        : 0u) {}
 
  private:
-  unsigned saved_ = 0;
+  lowbit_test::mxcsr_scope scope_;
 };
 
-float from_bits(std::uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
-std::uint64_t bits(double d) {
-  std::uint64_t u;
-  std::memcpy(&u, &d, 8);
-  return u;
-}
+float from_bits(std::uint32_t u) { return lowbit_test::float_from_bits(u); }
+std::uint64_t bits(double d) { return lowbit_test::double_bits(d); }
 
 float random_value(std::mt19937& gen, int kind) {
   std::uniform_int_distribution<std::uint32_t> mant(0, 0x7FFFFF);

@@ -1,6 +1,7 @@
-// The measured conversion vectors of ml_dtypes, PyTorch c10 and NVIDIA's CUDA headers
-// (shared research, formats.md section 3.1-3.5), each anchor's column checked against the lowbit
-// preset that claims to reproduce it; then the semantics that DESIGN.md and the lesson promise,
+// The conversions of ml_dtypes (float8.h, mxfloat.h), PyTorch c10 (Float8_*.h) and NVIDIA's CUDA
+// 13 headers (cuda_fp8/fp4/fp6.hpp host code) on the edge values of docs/formats.md section 3.2,
+// each library's column checked against the lowbit preset that claims to reproduce it; then the
+// semantics that docs/formats.md and the lesson promise,
 // as named cases (the 464 tie, overflow, Inf, -0, double input, stochastic and the two extra
 // nearest modes).
 //
@@ -387,7 +388,7 @@ TEST(DoubleInput, NoDoubleRoundingInAnyPreset) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// DESIGN.md and the lesson (section 2.2), as named cases.
+// docs/formats.md and the lesson (section 2.2), as named cases.
 
 TEST(Semantics, Tie464RoundsTo448InBothModes) {
   using T = lowbit::float8_e4m3fn;

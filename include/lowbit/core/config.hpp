@@ -34,10 +34,4 @@
 #define LOWBIT_CONSTEXPR_BITCAST inline
 #endif
 
-#if defined(__GNUC__) || defined(__clang__)
-#define LOWBIT_ALWAYS_INLINE inline __attribute__((always_inline))
-#else
-#define LOWBIT_ALWAYS_INLINE inline
-#endif
-
 #endif  // LOWBIT_CORE_CONFIG_HPP

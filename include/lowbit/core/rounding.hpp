@@ -69,8 +69,10 @@ struct policy {
   lowbit::unsigned_input unsigned_input = lowbit::unsigned_input::magnitude;
 };
 
-// Named presets. Each reproduces one implementation's conversions bit for bit on the
-// vectors of shared research (formats.md section 3), which tests/test_presets.cpp checks.
+// Named presets. Each reproduces one implementation's conversions bit for bit: NVIDIA's
+// cuda_fp8.hpp / cuda_fp4.hpp / cuda_fp6.hpp host code (CUDA 13), ml_dtypes' float8.h and
+// mxfloat.h (jax-ml/ml_dtypes), and PyTorch's c10 Float8_*.h. tests/test_presets.cpp checks each
+// one on the edge values docs/formats.md section 3.2 tabulates.
 namespace presets {
 
 // NVIDIA __nv_cvt_*(..., __NV_SATFINITE, ...): lowbit's default.

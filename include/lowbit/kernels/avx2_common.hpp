@@ -1,16 +1,9 @@
 // lowbit: helpers shared by the AVX2 kernels: moving 32 codes between bytes, 32-bit lanes and the
 // packed layouts of core/packing.hpp. Everything here carries LOWBIT_TARGET_AVX2 and is compiled
 // only when LOWBIT_HAS_AVX2_KERNELS is 1 (see core/cpu.hpp); callers dispatch on
-// lowbit::detail::use_avx2() before calling in.
-//
-// Writing a new AVX2 kernel (the integer, MX and NVFP4 schemes slot in the same way):
-//  1. put it in kernels/avx2_<topic>.hpp inside `#if LOWBIT_HAS_AVX2_KERNELS`, namespace
-//     lowbit::kernels::avx2, every function marked LOWBIT_TARGET_AVX2 (or LOWBIT_AVX2_INLINE for
-//     helpers), no floating-point arithmetic whose result depends on MXCSR (FTZ/DAZ, rounding);
-//  2. keep the scalar loop it must match in kernels/scalar.hpp (or the scheme's own header);
-//  3. in the public entry point: `if (detail::use_avx2()) return kernels::avx2::f(...);`
-//     under `#if LOWBIT_HAS_AVX2_KERNELS`, then the scalar call;
-//  4. add a test that runs both paths (lowbit::scoped_isa) under FTZ/DAZ set and clear.
+// lowbit::detail::use_avx2() before calling in. How a public call reaches a kernel (check the
+// arguments, open the floating-point guard once, run AVX2 or scalar) is docs/api.md section 9;
+// where each rule's scalar reference and SIMD twin live is docs/map.md.
 #ifndef LOWBIT_KERNELS_AVX2_COMMON_HPP
 #define LOWBIT_KERNELS_AVX2_COMMON_HPP
 
