@@ -37,6 +37,7 @@
 #include <lowbit/lowbit.hpp>
 
 #include "format_tables.hpp"
+#include "support.hpp"
 
 namespace {
 
@@ -44,23 +45,10 @@ using lowbit::overflow;
 using lowbit::rounding;
 using lowbit_test::ref_format;
 
-float float_from_bits(std::uint32_t b) {
-  float x = 0;
-  std::memcpy(&x, &b, sizeof x);
-  return x;
-}
+using lowbit_test::float_from_bits;
 
-std::uint64_t stride_from_env() {
-  const char* s = std::getenv("LOWBIT_EXHAUSTIVE_STRIDE");
-  if (s == nullptr) return 1;
-  const unsigned long long k = std::strtoull(s, nullptr, 10);
-  return k == 0 ? 1 : k;
-}
-
-unsigned thread_count() {
-  const unsigned n = std::thread::hardware_concurrency();
-  return n == 0 ? 1 : n;
-}
+using lowbit_test::stride_from_env;
+using lowbit_test::thread_count;
 
 // One checked conversion that went wrong; `what` names the mode.
 struct mismatch {

@@ -37,17 +37,8 @@ namespace {
 
 using lowbit::overflow;
 
-std::uint64_t stride_from_env() {
-  const char* s = std::getenv("LOWBIT_EXHAUSTIVE_STRIDE");
-  if (s == nullptr) return 1;
-  const unsigned long long k = std::strtoull(s, nullptr, 10);
-  return k == 0 ? 1 : k;
-}
-
-unsigned thread_count() {
-  const unsigned n = std::thread::hardware_concurrency();
-  return n == 0 ? 1 : n;
-}
+using lowbit_test::stride_from_env;
+using lowbit_test::thread_count;
 
 struct tally {
   std::uint64_t checked = 0;

@@ -14,7 +14,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #if defined(__x86_64__) || defined(__i386__) || defined(_M_X64) || defined(_M_IX86)
@@ -104,6 +106,19 @@ class misaligned {
 };
 
 inline bool have_avx2() { return lowbit::is_supported(lowbit::isa::avx2); }
+
+// The exhaustive sweeps: every k-th input (LOWBIT_EXHAUSTIVE_STRIDE, default 1: all of them), on
+// every hardware thread.
+inline std::uint64_t stride_from_env() {
+  const char* s = std::getenv("LOWBIT_EXHAUSTIVE_STRIDE");
+  if (s == nullptr) return 1;
+  const unsigned long long k = std::strtoull(s, nullptr, 10);
+  return k == 0 ? 1 : k;
+}
+inline unsigned thread_count() {
+  const unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : n;
+}
 
 }  // namespace lowbit_test
 
