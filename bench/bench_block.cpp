@@ -5,9 +5,10 @@
 //
 // Names: block/<format>/<quantize|dequantize>[/bf16]/<isa>/<elements>. Items are elements; bytes
 // are everything read plus everything written (float or bfloat16 values, packed element bytes,
-// scale bytes). Input: Gaussian values, standard deviation 1 (MX and NVFP4 scale per block, so the
-// spread does not change the work); MX blocks of 32 with the OCP defaults, NVFP4 two-level with
-// the divisor tensor scale computed from the data. docs/performance.md has the table and ratios.
+// scale bytes, NVFP4's 4-byte tensor scale: the family's *_storage_for). Input: Gaussian values,
+// standard deviation 1 (MX and NVFP4 scale per block, so the spread does not change the work); MX
+// blocks of 32 with the OCP defaults, NVFP4 two-level with the divisor tensor scale computed from
+// the data. docs/performance.md has the table and ratios.
 #include <benchmark/benchmark.h>
 
 #include <cstddef>
@@ -42,75 +43,82 @@ auto make_input(std::size_t n) {
 
 template <class Fmt, class Src>
 void mx_quantize_bench(benchmark::State& state, std::size_t n, isa which) {
+  const lowbit::storage bytes = lowbit::mx_storage_for<Fmt>(1, n).value;
   auto src = make_input<Src>(n);
-  auto el = make_buffer<std::uint8_t>(lowbit::mx_element_bytes<Fmt>(n));
-  auto sc = make_buffer<std::uint8_t>(lowbit::mx_scale_bytes(n));
+  auto el = make_buffer<std::uint8_t>(bytes.payload_bytes);
+  auto sc = make_buffer<std::uint8_t>(bytes.scale_bytes);
   lowbit::scoped_isa path(which);
   for (auto _ : state) {
-    const lowbit::status st = lowbit::mx_quantize<Fmt>(src.get(), n, el.get(), sc.get());
+    const lowbit::status st = lowbit::mx_quantize<Fmt>(src.get(), n, {}, el.get(), sc.get());
     benchmark::DoNotOptimize(st);
     benchmark::ClobberMemory();
   }
-  set_counters(state, n, n * sizeof(Src) + lowbit::mx_storage_bytes<Fmt>(n));
+  set_counters(state, n, n * sizeof(Src) + bytes.total_bytes());
 }
 
 template <class Fmt, class Dst>
 void mx_dequantize_bench(benchmark::State& state, std::size_t n, isa which) {
+  const lowbit::storage bytes = lowbit::mx_storage_for<Fmt>(1, n).value;
   auto src = make_input<float>(n);
-  auto el = make_buffer<std::uint8_t>(lowbit::mx_element_bytes<Fmt>(n));
-  auto sc = make_buffer<std::uint8_t>(lowbit::mx_scale_bytes(n));
+  auto el = make_buffer<std::uint8_t>(bytes.payload_bytes);
+  auto sc = make_buffer<std::uint8_t>(bytes.scale_bytes);
   auto dst = make_buffer<Dst>(n);
   {
     lowbit::scoped_isa fast(isa::avx2);
-    if (!lowbit::mx_quantize<Fmt>(src.get(), n, el.get(), sc.get())) state.SkipWithError("quantize failed");
+    if (!lowbit::mx_quantize<Fmt>(src.get(), n, {}, el.get(), sc.get())) state.SkipWithError("quantize failed");
   }
   lowbit::scoped_isa path(which);
   for (auto _ : state) {
-    const lowbit::status st = lowbit::mx_dequantize<Fmt>(el.get(), sc.get(), n, dst.get());
+    const lowbit::status st = lowbit::mx_dequantize<Fmt>(el.get(), sc.get(), n, {}, dst.get());
     benchmark::DoNotOptimize(st);
     benchmark::ClobberMemory();
   }
-  set_counters(state, n, lowbit::mx_storage_bytes<Fmt>(n) + n * sizeof(Dst));
+  set_counters(state, n, bytes.total_bytes() + n * sizeof(Dst));
 }
 
-lowbit::nvfp4_tensor_scale tensor_scale_of(const float* x, std::size_t n) {
-  return lowbit::nvfp4_compute_tensor_scale(x, n, lowbit::nvfp4_scale_convention::divisor).value;
+// Two-level options, the divisor tensor scale computed from the data.
+lowbit::nvfp4_options two_level_options(const float* x, std::size_t n) {
+  lowbit::nvfp4_options o;
+  o.tensor_scale = lowbit::nvfp4_compute_tensor_scale(x, n, o).value;
+  return o;
 }
 
 template <class Src>
 void nvfp4_quantize_bench(benchmark::State& state, std::size_t n, isa which) {
   auto f = make_input<float>(n);
-  const lowbit::nvfp4_tensor_scale t = tensor_scale_of(f.get(), n);
+  const lowbit::nvfp4_options t = two_level_options(f.get(), n);
   auto src = make_input<Src>(n);
-  auto el = make_buffer<std::uint8_t>(lowbit::nvfp4_element_bytes(n));
-  auto sc = make_buffer<std::uint8_t>(lowbit::nvfp4_scale_bytes(n));
+  const lowbit::storage bytes = lowbit::nvfp4_storage_for(1, n).value;  // scale_bytes: n / 16 + 4
+  auto el = make_buffer<std::uint8_t>(bytes.payload_bytes);
+  auto sc = make_buffer<std::uint8_t>(n / lowbit::nvfp4_block_size);
   lowbit::scoped_isa path(which);
   for (auto _ : state) {
-    const lowbit::status st = lowbit::nvfp4_quantize(src.get(), n, el.get(), sc.get(), t);
+    const lowbit::status st = lowbit::nvfp4_quantize(src.get(), n, t, el.get(), sc.get());
     benchmark::DoNotOptimize(st);
     benchmark::ClobberMemory();
   }
-  set_counters(state, n, n * sizeof(Src) + lowbit::nvfp4_storage_bytes(n));
+  set_counters(state, n, n * sizeof(Src) + bytes.total_bytes());
 }
 
 template <class Dst>
 void nvfp4_dequantize_bench(benchmark::State& state, std::size_t n, isa which) {
   auto src = make_input<float>(n);
-  const lowbit::nvfp4_tensor_scale t = tensor_scale_of(src.get(), n);
-  auto el = make_buffer<std::uint8_t>(lowbit::nvfp4_element_bytes(n));
-  auto sc = make_buffer<std::uint8_t>(lowbit::nvfp4_scale_bytes(n));
+  const lowbit::nvfp4_options t = two_level_options(src.get(), n);
+  const lowbit::storage bytes = lowbit::nvfp4_storage_for(1, n).value;  // scale_bytes: n / 16 + 4
+  auto el = make_buffer<std::uint8_t>(bytes.payload_bytes);
+  auto sc = make_buffer<std::uint8_t>(n / lowbit::nvfp4_block_size);
   auto dst = make_buffer<Dst>(n);
   {
     lowbit::scoped_isa fast(isa::avx2);
-    if (!lowbit::nvfp4_quantize(src.get(), n, el.get(), sc.get(), t)) state.SkipWithError("quantize failed");
+    if (!lowbit::nvfp4_quantize(src.get(), n, t, el.get(), sc.get())) state.SkipWithError("quantize failed");
   }
   lowbit::scoped_isa path(which);
   for (auto _ : state) {
-    const lowbit::status st = lowbit::nvfp4_dequantize(el.get(), sc.get(), n, dst.get(), t);
+    const lowbit::status st = lowbit::nvfp4_dequantize(el.get(), sc.get(), n, t, dst.get());
     benchmark::DoNotOptimize(st);
     benchmark::ClobberMemory();
   }
-  set_counters(state, n, lowbit::nvfp4_storage_bytes(n) + n * sizeof(Dst));
+  set_counters(state, n, bytes.total_bytes() + n * sizeof(Dst));
 }
 
 const isa paths[] = {isa::scalar, isa::avx2};

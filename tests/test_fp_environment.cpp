@@ -117,13 +117,13 @@ TEST(FpEnvironment, Nvfp4WithTinyTensorScale) {
                            0x1p-148f,     -0x1.2p-144f,  0x1.f1p-125f,  -0x1.48p-144f, 0x1.37p-140f, 0x1.08p-137f,
                            -0x1.03p-131f, -0x1.cp-145f,  0x1.98p-132f,  0x1.b5p-136f};
   std::vector<float> x(block, block + 16);
-  nvfp4_tensor_scale t;
-  t.value = 0x1p-119f;
+  nvfp4_options o;
+  o.tensor_scale = 0x1p-119f;
   expect_same_everywhere([&] {
     std::vector<std::uint8_t> elements(8), scales(1);
     std::vector<float> y(16);
-    EXPECT_TRUE(nvfp4_quantize(x.data(), 16, elements.data(), scales.data(), t).ok());
-    EXPECT_TRUE(nvfp4_dequantize(elements.data(), scales.data(), 16, y.data(), t).ok());
+    EXPECT_TRUE(nvfp4_quantize(x.data(), 16, o, elements.data(), scales.data()).ok());
+    EXPECT_TRUE(nvfp4_dequantize(elements.data(), scales.data(), 16, o, y.data()).ok());
     std::vector<std::uint8_t> out = elements;
     out.push_back(scales[0]);  // not insert(): g++ 12 -O3 reports a false -Warray-bounds on it
     const auto yb = bytes_of(y);

@@ -210,10 +210,10 @@ mx_result mx_run_quantize(lb::isa isa, const std::vector<Src>& x, std::size_t ro
   const std::size_t n = x.size();
   offset_buffer<Src> src(n, offset);
   std::memcpy(static_cast<void*>(src.get()), x.data(), n * sizeof(Src));
-  offset_buffer<std::uint8_t> el(lb::mx_element_bytes<Fmt>(n), offset, 0xEE);
+  offset_buffer<std::uint8_t> el(lb::packed_bytes(n, Fmt::element_bits), offset, 0xEE);
   offset_buffer<std::uint8_t> sc(o.block_size ? n / o.block_size : 0, offset, 0xEE);
-  lb::status st = rows == 0 ? lb::mx_quantize<Fmt>(src.get(), n, el.get(), sc.get(), o)
-                            : lb::mx_quantize_matrix<Fmt>(src.get(), rows, n / rows, el.get(), sc.get(), o);
+  lb::status st = rows == 0 ? lb::mx_quantize<Fmt>(src.get(), n, o, el.get(), sc.get())
+                            : lb::mx_quantize_matrix<Fmt>(src.get(), rows, n / rows, o, el.get(), sc.get());
   mx_result r;
   r.status = static_cast<int>(st.code());
   r.elements = el.copy();
@@ -231,8 +231,8 @@ std::vector<std::uint32_t> mx_run_dequantize(lb::isa isa, const std::vector<std:
   std::memcpy(e.get(), el.data(), el.size());
   std::memcpy(s.get(), sc.data(), sc.size());
   offset_buffer<Dst> out(n, offset, Dst{});
-  lb::status st = rows == 0 ? lb::mx_dequantize<Fmt>(e.get(), s.get(), n, out.get(), bs)
-                            : lb::mx_dequantize_matrix<Fmt>(e.get(), s.get(), rows, n / rows, out.get(), bs);
+  lb::status st = rows == 0 ? lb::mx_dequantize<Fmt>(e.get(), s.get(), n, lb::mx_presets::ocp(bs), out.get())
+                            : lb::mx_dequantize_matrix<Fmt>(e.get(), s.get(), rows, n / rows, lb::mx_presets::ocp(bs), out.get());
   *status = static_cast<int>(st.code());
   return bits_of(out.copy());
 }
@@ -423,14 +423,14 @@ constexpr std::size_t large_n = (std::size_t{16} << 20) / sizeof(float) + 256;
 TYPED_TEST(MxKernel, LargeOutputStreamingStores) {
   REQUIRE_AVX2();
   using Fmt = TypeParam;
-  const std::vector<std::uint8_t> el = random_bytes(lb::mx_element_bytes<Fmt>(large_n), 1);
-  const std::vector<std::uint8_t> sc = random_bytes(lb::mx_scale_bytes(large_n), 2);
+  const std::vector<std::uint8_t> el = random_bytes(lb::packed_bytes(large_n, Fmt::element_bits), 1);
+  const std::vector<std::uint8_t> sc = random_bytes(large_n / 32, 2);
   std::vector<float> a(large_n + 8), b(large_n + 8);
   {
     lb::scoped_isa scalar(lb::isa::scalar);
-    ASSERT_TRUE(lb::mx_dequantize<Fmt>(el.data(), sc.data(), large_n, aligned32(a)));
+    ASSERT_TRUE(lb::mx_dequantize<Fmt>(el.data(), sc.data(), large_n, {}, aligned32(a)));
   }
-  ASSERT_TRUE(lb::mx_dequantize<Fmt>(el.data(), sc.data(), large_n, aligned32(b)));
+  ASSERT_TRUE(lb::mx_dequantize<Fmt>(el.data(), sc.data(), large_n, {}, aligned32(b)));
   EXPECT_EQ(std::memcmp(aligned32(a), aligned32(b), large_n * sizeof(float)), 0) << Fmt::name;
 }
 
@@ -444,12 +444,12 @@ TYPED_TEST(MxKernel, ArgumentErrors) {
     std::vector<std::uint8_t> el(64, 0xEE), sc(8, 0xEE);
     lb::mx_options o;
     o.element_rounding = rounding::stochastic;
-    EXPECT_EQ(lb::mx_quantize<Fmt>(x.data(), 64, el.data(), sc.data(), o).code(), lb::errc::bad_argument);
+    EXPECT_EQ(lb::mx_quantize<Fmt>(x.data(), 64, o, el.data(), sc.data()).code(), lb::errc::bad_argument);
     o = lb::mx_options{};
-    EXPECT_EQ(lb::mx_quantize<Fmt>(x.data(), 48, el.data(), sc.data(), o).code(), lb::errc::bad_block_size);
-    EXPECT_EQ(lb::mx_quantize<Fmt>(static_cast<const float*>(nullptr), 64, el.data(), sc.data(), o).code(),
+    EXPECT_EQ(lb::mx_quantize<Fmt>(x.data(), 48, o, el.data(), sc.data()).code(), lb::errc::bad_block_size);
+    EXPECT_EQ(lb::mx_quantize<Fmt>(static_cast<const float*>(nullptr), 64, o, el.data(), sc.data()).code(),
               lb::errc::bad_argument);
-    EXPECT_EQ(lb::mx_dequantize<Fmt>(el.data(), sc.data(), 48, x.data()).code(), lb::errc::bad_block_size);
+    EXPECT_EQ(lb::mx_dequantize<Fmt>(el.data(), sc.data(), 48, {}, x.data()).code(), lb::errc::bad_block_size);
     EXPECT_EQ(el[0], 0xEE);
     EXPECT_EQ(sc[0], 0xEE);
   }
@@ -464,16 +464,16 @@ struct nv_result {
 };
 
 template <class Src>
-nv_result nv_run_quantize(lb::isa isa, const std::vector<Src>& x, std::size_t rows, lb::nvfp4_tensor_scale t,
-                          const lb::nvfp4_options& o, std::size_t offset) {
+nv_result nv_run_quantize(lb::isa isa, const std::vector<Src>& x, std::size_t rows, const lb::nvfp4_options& o,
+                          std::size_t offset) {
   lb::scoped_isa scope(isa);
   const std::size_t n = x.size();
   offset_buffer<Src> src(n, offset);
   std::memcpy(static_cast<void*>(src.get()), x.data(), n * sizeof(Src));
   offset_buffer<std::uint8_t> el(n / 2, offset, 0xEE);
   offset_buffer<std::uint8_t> sc(n / 16, offset + 1, 0xEE);
-  lb::status st = rows == 0 ? lb::nvfp4_quantize(src.get(), n, el.get(), sc.get(), t, o)
-                            : lb::nvfp4_quantize_matrix(src.get(), rows, n / rows, el.get(), sc.get(), t, o);
+  lb::status st = rows == 0 ? lb::nvfp4_quantize(src.get(), n, o, el.get(), sc.get())
+                            : lb::nvfp4_quantize_matrix(src.get(), rows, n / rows, o, el.get(), sc.get());
   nv_result r;
   r.status = static_cast<int>(st.code());
   r.elements = el.copy();
@@ -484,59 +484,63 @@ nv_result nv_run_quantize(lb::isa isa, const std::vector<Src>& x, std::size_t ro
 template <class Dst>
 std::vector<std::uint32_t> nv_run_dequantize(lb::isa isa, const std::vector<std::uint8_t>& el,
                                              const std::vector<std::uint8_t>& sc, std::size_t n, std::size_t rows,
-                                             lb::nvfp4_tensor_scale t, std::size_t offset, int* status) {
+                                             lb::nvfp4_options t, std::size_t offset, int* status) {
   lb::scoped_isa scope(isa);
   offset_buffer<std::uint8_t> e(el.size(), offset);
   offset_buffer<std::uint8_t> s(sc.size(), offset + 5);
   std::memcpy(e.get(), el.data(), el.size());
   std::memcpy(s.get(), sc.data(), sc.size());
   offset_buffer<Dst> out(n, offset, Dst{});
-  lb::status st = rows == 0 ? lb::nvfp4_dequantize(e.get(), s.get(), n, out.get(), t)
-                            : lb::nvfp4_dequantize_matrix(e.get(), s.get(), rows, n / rows, out.get(), t);
+  lb::status st = rows == 0 ? lb::nvfp4_dequantize(e.get(), s.get(), n, t, out.get())
+                            : lb::nvfp4_dequantize_matrix(e.get(), s.get(), rows, n / rows, t, out.get());
   *status = static_cast<int>(st.code());
   return bits_of(out.copy());
 }
 
 template <class Src>
-void nv_compare(const std::vector<Src>& x, lb::nvfp4_tensor_scale t, const lb::nvfp4_options& o, std::size_t rows,
+void nv_compare(const std::vector<Src>& x, const lb::nvfp4_options& t, lb::nvfp4_options o, std::size_t rows,
                 std::size_t offset, const std::string& what) {
+  // The tensor scale and convention of t, the other settings of o.
+  o.tensor_scale = t.tensor_scale;
+  o.tensor_scale_convention = t.tensor_scale_convention;
   for (bool ftz : ftz_daz_states) {
     fp_env env(ftz);
     const std::string w = what + (ftz ? " [FTZ+DAZ]" : " [no FTZ/DAZ]");
-    const nv_result s = nv_run_quantize(lb::isa::scalar, x, rows, t, o, 0);
-    const nv_result v = nv_run_quantize(lb::isa::avx2, x, rows, t, o, offset);
+    const nv_result s = nv_run_quantize(lb::isa::scalar, x, rows, o, 0);
+    const nv_result v = nv_run_quantize(lb::isa::avx2, x, rows, o, offset);
     EXPECT_EQ(s.status, v.status) << w;
     EXPECT_SAME(s.elements, v.elements, w + " elements");
     EXPECT_SAME(s.scales, v.scales, w + " scales");
     if (s.status != static_cast<int>(lb::errc::ok) && s.status != static_cast<int>(lb::errc::non_finite_input)) continue;
     const std::size_t n = x.size();
     int st_s = 0, st_v = 0;
-    EXPECT_SAME((nv_run_dequantize<float>(lb::isa::scalar, s.elements, s.scales, n, rows, t, 0, &st_s)),
-                (nv_run_dequantize<float>(lb::isa::avx2, s.elements, s.scales, n, rows, t, offset, &st_v)),
+    EXPECT_SAME((nv_run_dequantize<float>(lb::isa::scalar, s.elements, s.scales, n, rows, o, 0, &st_s)),
+                (nv_run_dequantize<float>(lb::isa::avx2, s.elements, s.scales, n, rows, o, offset, &st_v)),
                 w + " dequantized to float");
     EXPECT_EQ(st_s, st_v) << w;
-    EXPECT_SAME((nv_run_dequantize<lb::bfloat16>(lb::isa::scalar, s.elements, s.scales, n, rows, t, 0, &st_s)),
-                (nv_run_dequantize<lb::bfloat16>(lb::isa::avx2, s.elements, s.scales, n, rows, t, offset, &st_v)),
+    EXPECT_SAME((nv_run_dequantize<lb::bfloat16>(lb::isa::scalar, s.elements, s.scales, n, rows, o, 0, &st_s)),
+                (nv_run_dequantize<lb::bfloat16>(lb::isa::avx2, s.elements, s.scales, n, rows, o, offset, &st_v)),
                 w + " dequantized to bfloat16");
     const std::vector<std::uint8_t> re = random_bytes(s.elements.size(), n + 1);
     const std::vector<std::uint8_t> rs = random_bytes(s.scales.size(), n + 2);
-    EXPECT_SAME((nv_run_dequantize<float>(lb::isa::scalar, re, rs, n, rows, t, 0, &st_s)),
-                (nv_run_dequantize<float>(lb::isa::avx2, re, rs, n, rows, t, offset, &st_v)),
+    EXPECT_SAME((nv_run_dequantize<float>(lb::isa::scalar, re, rs, n, rows, o, 0, &st_s)),
+                (nv_run_dequantize<float>(lb::isa::avx2, re, rs, n, rows, o, offset, &st_v)),
                 w + " random bytes to float");
-    EXPECT_SAME((nv_run_dequantize<lb::bfloat16>(lb::isa::scalar, re, rs, n, rows, t, 0, &st_s)),
-                (nv_run_dequantize<lb::bfloat16>(lb::isa::avx2, re, rs, n, rows, t, offset, &st_v)),
+    EXPECT_SAME((nv_run_dequantize<lb::bfloat16>(lb::isa::scalar, re, rs, n, rows, o, 0, &st_s)),
+                (nv_run_dequantize<lb::bfloat16>(lb::isa::avx2, re, rs, n, rows, o, offset, &st_v)),
                 w + " random bytes to bfloat16");
   }
 }
 
 // The tensor scales to try for data x: single level, both conventions computed from the data,
 // the extremes of the valid range, and ones that make block scales land near zero or saturate.
-std::vector<lb::nvfp4_tensor_scale> tensor_scales_for(const std::vector<float>& x) {
-  std::vector<lb::nvfp4_tensor_scale> ts = {lb::nvfp4_single_level};
+std::vector<lb::nvfp4_options> tensor_scales_for(const std::vector<float>& x) {
+  std::vector<lb::nvfp4_options> ts = {lb::nvfp4_options{}};
   for (auto c : {lb::nvfp4_scale_convention::divisor, lb::nvfp4_scale_convention::multiplier}) {
-    ts.push_back(lb::nvfp4_compute_tensor_scale(x.data(), x.size(), c).value);
+    const lb::nvfp4_options in_c{1.0f, c};
+    ts.push_back(lb::nvfp4_options{lb::nvfp4_compute_tensor_scale(x.data(), x.size(), in_c).value, c});
     for (float v : {lb::nvfp4_min_tensor_scale, lb::nvfp4_max_tensor_scale, 0x1p-100f, 0x1p-20f, 3.0f, 0x1p40f})
-      ts.push_back(lb::nvfp4_tensor_scale{v, c});
+      ts.push_back(lb::nvfp4_options{v, c});
   }
   return ts;
 }
@@ -553,11 +557,11 @@ TEST(Nvfp4Kernel, RandomBlocksEveryOption) {
         o.signed_zero = signed_zero;
         const std::size_t blocks = 1 + (seed * 5) % 41;
         const std::vector<float> x = make_data<lb::mxfp4_e2m1>(blocks * 16, 16, seed++, -135, 120);
-        for (const lb::nvfp4_tensor_scale& t : tensor_scales_for(x)) {
+        for (const lb::nvfp4_options& t : tensor_scales_for(x)) {
           nv_compare(x, t, o, 0, seed % 8,
                      "nvfp4 rm " + std::to_string(static_cast<int>(erm)) + "/" + std::to_string(static_cast<int>(srm)) +
-                         (signed_zero ? "" : " unsigned zero") + " t " + std::to_string(t.value) +
-                         (t.convention == lb::nvfp4_scale_convention::divisor ? " divisor" : " multiplier"));
+                         (signed_zero ? "" : " unsigned zero") + " t " + std::to_string(t.tensor_scale) +
+                         (t.tensor_scale_convention == lb::nvfp4_scale_convention::divisor ? " divisor" : " multiplier"));
         }
       }
     }
@@ -567,26 +571,25 @@ TEST(Nvfp4Kernel, RandomBlocksEveryOption) {
 TEST(Nvfp4Kernel, LongArraysPresetsMatricesBfloat16) {
   REQUIRE_AVX2();
   const std::vector<float> x = make_data<lb::mxfp4_e2m1>(16 * 2000, 16, 77, -130, 100);
-  for (const lb::nvfp4_tensor_scale& t : tensor_scales_for(x)) {
+  for (const lb::nvfp4_options& t : tensor_scales_for(x)) {
     nv_compare(x, t, lb::nvfp4_presets::nvidia(), 0, 1, "nvfp4 long nvidia");
     nv_compare(x, t, lb::nvfp4_presets::ggml(), 0, 2, "nvfp4 long ggml");
   }
   lb::nvfp4_options strict;
   strict.non_finite_is_error = true;
-  nv_compare(x, lb::nvfp4_single_level, strict, 0, 3, "nvfp4 non_finite_is_error");
+  nv_compare(x, lb::nvfp4_options{}, strict, 0, 3, "nvfp4 non_finite_is_error");
   const std::vector<float> typical = make_data<lb::mxfp4_e2m1>(16 * 1024, 16, 78, -3, 3);
-  const lb::nvfp4_tensor_scale tt =
-      lb::nvfp4_compute_tensor_scale(typical.data(), typical.size(), lb::nvfp4_scale_convention::divisor).value;
+  const lb::nvfp4_options tt{lb::nvfp4_compute_tensor_scale(typical.data(), typical.size(), lb::nvfp4_options{}).value};
   nv_compare(typical, tt, lb::nvfp4_options{}, 0, 0, "nvfp4 typical");
   nv_compare(to_bf16(typical), tt, lb::nvfp4_options{}, 0, 5, "nvfp4 bfloat16 input");
-  nv_compare(to_bf16(x), lb::nvfp4_single_level, lb::nvfp4_options{}, 0, 6, "nvfp4 bfloat16 input, edge blocks");
+  nv_compare(to_bf16(x), lb::nvfp4_options{}, lb::nvfp4_options{}, 0, 6, "nvfp4 bfloat16 input, edge blocks");
   const std::size_t shapes[][2] = {{1, 16}, {3, 48}, {9, 128}, {4, 4096}};
   for (const auto& shape : shapes) {
     const std::vector<float> m = make_data<lb::mxfp4_e2m1>(shape[0] * shape[1], 16, shape[0] * 31 + shape[1]);
-    nv_compare(m, lb::nvfp4_single_level, lb::nvfp4_options{}, shape[0], 3,
+    nv_compare(m, lb::nvfp4_options{}, lb::nvfp4_options{}, shape[0], 3,
                "nvfp4 matrix " + std::to_string(shape[0]) + "x" + std::to_string(shape[1]));
   }
-  nv_compare(make_data<lb::mxfp4_e2m1>(3 * 40, 8, 3), lb::nvfp4_single_level, lb::nvfp4_options{}, 3, 1,
+  nv_compare(make_data<lb::mxfp4_e2m1>(3 * 40, 8, 3), lb::nvfp4_options{}, lb::nvfp4_options{}, 3, 1,
              "nvfp4 matrix 3x40");
 }
 
@@ -608,23 +611,23 @@ TEST(Nvfp4Kernel, EveryHighHalfAsAnElement) {
   for (rounding rm : element_roundings) {
     lb::nvfp4_options o;
     o.element_rounding = rm;
-    nv_compare(x, lb::nvfp4_single_level, o, 0, 1, "nvfp4 every high half rm " + std::to_string(static_cast<int>(rm)));
+    nv_compare(x, lb::nvfp4_options{}, o, 0, 1, "nvfp4 every high half rm " + std::to_string(static_cast<int>(rm)));
   }
 }
 
 TEST(Nvfp4Kernel, LargeOutputStreamingStores) {
   REQUIRE_AVX2();
-  const std::vector<std::uint8_t> el = random_bytes(lb::nvfp4_element_bytes(large_n), 3);
-  const std::vector<std::uint8_t> sc = random_bytes(lb::nvfp4_scale_bytes(large_n), 4);
-  for (const lb::nvfp4_tensor_scale t : {lb::nvfp4_single_level, lb::nvfp4_tensor_scale{0x1p-100f}}) {
+  const std::vector<std::uint8_t> el = random_bytes(lb::packed_bytes(large_n, 4), 3);
+  const std::vector<std::uint8_t> sc = random_bytes(large_n / 16, 4);
+  for (const lb::nvfp4_options t : {lb::nvfp4_options{}, lb::nvfp4_options{0x1p-100f}}) {
     for (bool ftz : ftz_daz_states) {
       fp_env env(ftz);
       std::vector<float> a(large_n + 8), b(large_n + 8);
       {
         lb::scoped_isa scalar(lb::isa::scalar);
-        ASSERT_TRUE(lb::nvfp4_dequantize(el.data(), sc.data(), large_n, aligned32(a), t));
+        ASSERT_TRUE(lb::nvfp4_dequantize(el.data(), sc.data(), large_n, t, aligned32(a)));
       }
-      ASSERT_TRUE(lb::nvfp4_dequantize(el.data(), sc.data(), large_n, aligned32(b), t));
+      ASSERT_TRUE(lb::nvfp4_dequantize(el.data(), sc.data(), large_n, t, aligned32(b)));
       EXPECT_EQ(std::memcmp(aligned32(a), aligned32(b), large_n * sizeof(float)), 0) << (ftz ? "FTZ+DAZ" : "");
     }
   }
@@ -636,15 +639,15 @@ TEST(Nvfp4Kernel, ArgumentErrors) {
     lb::scoped_isa scope(isa);
     std::vector<float> x(64, 1.0f);
     std::vector<std::uint8_t> el(32, 0xEE), sc(4, 0xEE);
-    EXPECT_EQ(lb::nvfp4_quantize(x.data(), 64, el.data(), sc.data(), lb::nvfp4_tensor_scale{0.0f}).code(),
+    EXPECT_EQ(lb::nvfp4_quantize(x.data(), 64, lb::nvfp4_options{0.0f}, el.data(), sc.data()).code(),
               lb::errc::bad_argument);
-    EXPECT_EQ(lb::nvfp4_quantize(x.data(), 40, el.data(), sc.data(), lb::nvfp4_single_level).code(),
+    EXPECT_EQ(lb::nvfp4_quantize(x.data(), 40, lb::nvfp4_options{}, el.data(), sc.data()).code(),
               lb::errc::bad_block_size);
     lb::nvfp4_options o;
     o.scale_rounding = rounding::stochastic;
-    EXPECT_EQ(lb::nvfp4_quantize(x.data(), 64, el.data(), sc.data(), lb::nvfp4_single_level, o).code(),
+    EXPECT_EQ(lb::nvfp4_quantize(x.data(), 64, o, el.data(), sc.data()).code(),
               lb::errc::bad_argument);
-    EXPECT_EQ(lb::nvfp4_dequantize(el.data(), sc.data(), 64, x.data(), lb::nvfp4_tensor_scale{1e38f}).code(),
+    EXPECT_EQ(lb::nvfp4_dequantize(el.data(), sc.data(), 64, lb::nvfp4_options{1e38f}, x.data()).code(),
               lb::errc::bad_argument);
     EXPECT_EQ(el[0], 0xEE);
     EXPECT_EQ(x[0], 1.0f);

@@ -55,11 +55,11 @@ struct quantized {
 template <class Fmt>
 quantized run(const std::vector<float>& x, const lb::mx_options& o = {}) {
   quantized q;
-  q.elements.assign(lb::mx_element_bytes<Fmt>(x.size()), 0xEE);
+  q.elements.assign(lb::packed_bytes(x.size(), Fmt::element_bits), 0xEE);
   q.scales.assign(x.size() / o.block_size, 0xEE);
   q.decoded.assign(x.size(), -12345.0f);
-  EXPECT_EQ(lb::mx_quantize<Fmt>(x.data(), x.size(), q.elements.data(), q.scales.data(), o).code(), errc::ok);
-  EXPECT_EQ(lb::mx_dequantize<Fmt>(q.elements.data(), q.scales.data(), x.size(), q.decoded.data(), o.block_size).code(),
+  EXPECT_EQ(lb::mx_quantize<Fmt>(x.data(), x.size(), o, q.elements.data(), q.scales.data()).code(), errc::ok);
+  EXPECT_EQ(lb::mx_dequantize<Fmt>(q.elements.data(), q.scales.data(), x.size(), o, q.decoded.data()).code(),
             errc::ok);
   return q;
 }
@@ -133,12 +133,12 @@ void expect_block_reference(const std::vector<float>& x, unsigned scale, std::in
   float amax = 0.0f;
   for (float v : x) amax = std::fmax(amax, std::fabs(v));
   EXPECT_EQ(lb::mx_block_scale<Fmt>(amax, o.scale_rule), scale);
-  const std::uint8_t sc = lb::mx_quantize_block<Fmt>(x.data(), e.data(), o);
+  const std::uint8_t sc = lb::mx_quantize_block<Fmt>(x.data(), o, e.data());
   EXPECT_EQ(sc, scale);
   std::size_t i = 0;
   for (unsigned c : codes) EXPECT_EQ(code_at<Fmt>(e, i++), c) << "element " << i - 1;
   std::vector<float> y(o.block_size, -12345.0f);
-  lb::mx_dequantize_block<Fmt>(e.data(), sc, o.block_size, y.data());
+  lb::mx_dequantize_block<Fmt>(e.data(), sc, o, y.data());
   // Every value of these blocks is representable: the block reads back exactly.
   for (std::size_t j = 0; j < x.size(); ++j) EXPECT_EQ(y[j], x[j]) << "element " << j;
   // The bulk calls agree byte for byte with the per-block functions.
@@ -154,12 +154,12 @@ TEST(MxBlockReference, LessonBlockThroughThePerBlockFunctions) {
   const std::vector<float> x = {0.3f, -1.2f, 2.4f, 5.0f};
   const lb::mx_options o = lb::mx_presets::ocp(4);
   std::uint8_t e[2] = {0xEE, 0xEE};
-  const std::uint8_t sc = lb::mx_quantize_block<lb::mxfp4>(x.data(), e, o);
+  const std::uint8_t sc = lb::mx_quantize_block<lb::mxfp4>(x.data(), o, e);
   EXPECT_EQ(sc, 0x7F);
   EXPECT_EQ(e[0], 0xA1);
   EXPECT_EQ(e[1], 0x64);
   float y[4];
-  lb::mx_dequantize_block<lb::mxfp4>(e, sc, 4, y);
+  lb::mx_dequantize_block<lb::mxfp4>(e, sc, lb::mx_presets::ocp(4), y);
   EXPECT_EQ(y[0], 0.5f);
   EXPECT_EQ(y[1], -1.0f);
   EXPECT_EQ(y[2], 2.0f);
@@ -207,16 +207,16 @@ TEST(MxBlockReference, SpecialBlocksThroughThePerBlockFunctions) {
   std::vector<float> x = block({1.0f, nan_f, -2.0f});
   std::uint8_t e[16];
   std::memset(e, 0xEE, sizeof e);
-  EXPECT_EQ(lb::mx_quantize_block<lb::mxfp4>(x.data(), e, lb::mx_options{}), 0xFF);
+  EXPECT_EQ(lb::mx_quantize_block<lb::mxfp4>(x.data(), lb::mx_options{}, e), 0xFF);
   for (std::uint8_t b : e) EXPECT_EQ(b, 0x00);
   float y[32];
-  lb::mx_dequantize_block<lb::mxfp4>(e, 0xFF, 32, y);
+  lb::mx_dequantize_block<lb::mxfp4>(e, 0xFF, lb::mx_options{}, y);
   for (float v : y) EXPECT_TRUE(std::isnan(v));
   const std::vector<float> z = block({-0.0f, 0.0f, -0.0f});
-  EXPECT_EQ(lb::mx_quantize_block<lb::mxfp4>(z.data(), e, lb::mx_options{}), 0x00);
+  EXPECT_EQ(lb::mx_quantize_block<lb::mxfp4>(z.data(), lb::mx_options{}, e), 0x00);
   EXPECT_EQ(e[0], 0x08);  // -0 | +0 << 4
   EXPECT_EQ(e[1], 0x08);  // -0, then +0
-  lb::mx_dequantize_block<lb::mxfp4>(e, 0x00, 32, y);
+  lb::mx_dequantize_block<lb::mxfp4>(e, 0x00, lb::mx_options{}, y);
   EXPECT_TRUE(std::signbit(y[0]));
   EXPECT_FALSE(std::signbit(y[1]));
   EXPECT_EQ(y[0], 0.0f);
@@ -225,29 +225,48 @@ TEST(MxBlockReference, SpecialBlocksThroughThePerBlockFunctions) {
 // ---------------------------------------------------------------------------------------------
 // Bits per element and byte accounting (lesson 000, section 2.4).
 
+template <class Fmt>
+lb::storage storage_of(std::size_t rows, std::size_t cols, const lb::mx_options& o = {}) {
+  const lb::result<lb::storage> r = lb::mx_storage_for<Fmt>(rows, cols, o);
+  EXPECT_TRUE(r.ok()) << Fmt::name;
+  return r.value;
+}
+
 TEST(MxAccounting, BitsPerElement) {
-  EXPECT_EQ(lb::mx_bits_per_element<lb::mxfp4_e2m1>(), 4.25);
-  EXPECT_EQ(lb::mx_bits_per_element<lb::mxfp6_e2m3>(), 6.25);
-  EXPECT_EQ(lb::mx_bits_per_element<lb::mxfp6_e3m2>(), 6.25);
-  EXPECT_EQ(lb::mx_bits_per_element<lb::mxfp8_e4m3>(), 8.25);
-  EXPECT_EQ(lb::mx_bits_per_element<lb::mxfp8_e5m2>(), 8.25);
-  EXPECT_EQ(lb::mx_bits_per_element<lb::mxint8>(), 8.25);
-  EXPECT_EQ(lb::mx_bits_per_element<lb::mxfp4_e2m1>(16), 4.5);
+  // element bits + 8 / 32 for the E8M0 scale of each block of 32 (8 / 16 for blocks of 16).
+  EXPECT_EQ(storage_of<lb::mxfp4_e2m1>(1, 4096).bits_per_weight(), 4.25);
+  EXPECT_EQ(storage_of<lb::mxfp6_e2m3>(1, 4096).bits_per_weight(), 6.25);
+  EXPECT_EQ(storage_of<lb::mxfp6_e3m2>(1, 4096).bits_per_weight(), 6.25);
+  EXPECT_EQ(storage_of<lb::mxfp8_e4m3>(1, 4096).bits_per_weight(), 8.25);
+  EXPECT_EQ(storage_of<lb::mxfp8_e5m2>(1, 4096).bits_per_weight(), 8.25);
+  EXPECT_EQ(storage_of<lb::mxint8>(1, 4096).bits_per_weight(), 8.25);
+  EXPECT_EQ(storage_of<lb::mxfp4_e2m1>(1, 4096, lb::mx_presets::ocp(16)).bits_per_weight(), 4.5);
 }
 
 TEST(MxAccounting, StorageBytes) {
   // 4096 elements, 128 blocks: FP4 2048 + 128, FP6 3072 + 128, FP8 4096 + 128.
-  EXPECT_EQ(lb::mx_storage_bytes<lb::mxfp4>(4096), 2176u);
-  EXPECT_EQ(lb::mx_storage_bytes<lb::mxfp6_e2m3>(4096), 3200u);
-  EXPECT_EQ(lb::mx_storage_bytes<lb::mxfp8_e4m3>(4096), 4224u);
-  EXPECT_EQ(lb::mx_storage_bytes<lb::mxint8>(4096), 4224u);
-  // The storage of 4096 elements matches the advertised bits per element.
-  EXPECT_EQ(lb::mx_storage_bytes<lb::mxfp4>(4096) * 8.0 / 4096, lb::mx_bits_per_element<lb::mxfp4>());
-  EXPECT_EQ(lb::mx_storage_bytes<lb::mxfp6_e3m2>(4096) * 8.0 / 4096, lb::mx_bits_per_element<lb::mxfp6_e3m2>());
-  EXPECT_EQ(lb::mx_storage_bytes<lb::mxfp8_e5m2>(4096) * 8.0 / 4096, lb::mx_bits_per_element<lb::mxfp8_e5m2>());
-  EXPECT_EQ(lb::mx_storage_bytes<lb::mxfp4>(4096, 16) * 8.0 / 4096, lb::mx_bits_per_element<lb::mxfp4>(16));
-  EXPECT_EQ(lb::mx_scale_bytes(4096, 32), 128u);
+  const lb::storage fp4 = storage_of<lb::mxfp4>(1, 4096);
+  EXPECT_EQ(fp4.elements, 4096u);
+  EXPECT_EQ(fp4.payload_bytes, 2048u);
+  EXPECT_EQ(fp4.scale_bytes, 128u);
+  EXPECT_EQ(fp4.zero_point_bytes, 0u);
+  EXPECT_EQ(fp4.total_bytes(), 2176u);
+  EXPECT_EQ(storage_of<lb::mxfp6_e2m3>(1, 4096).total_bytes(), 3200u);
+  EXPECT_EQ(storage_of<lb::mxfp8_e4m3>(1, 4096).total_bytes(), 4224u);
+  EXPECT_EQ(storage_of<lb::mxint8>(1, 4096).total_bytes(), 4224u);
+  // A matrix [4096, 11008] of MXFP4: 22544384 element bytes, 1409024 scales.
+  const lb::storage w = storage_of<lb::mxfp4>(4096, 11008);
+  EXPECT_EQ(w.payload_bytes, 22544384u);
+  EXPECT_EQ(w.scale_bytes, 1409024u);
+  // The run-time format gives the same, and the buffers the bulk calls fill have these sizes.
+  EXPECT_EQ(lb::mx_storage_for(lb::mx_format::mxfp6_e3m2, 2, 64).value.payload_bytes, 96u);
   EXPECT_EQ(lb::mx_element_bits(lb::mx_format::mxfp6_e3m2), 6);
+  // Errors: the options and shape checks of the bulk calls.
+  EXPECT_EQ(lb::mx_storage_for<lb::mxfp4>(2, 48).status.code(), errc::bad_block_size);
+  EXPECT_EQ(lb::mx_storage_for<lb::mxfp4>(2, 32, lb::mx_presets::ocp(3)).status.code(), errc::bad_block_size);
+  EXPECT_EQ(lb::mx_storage_for<lb::mxfp4>(static_cast<std::size_t>(-1) / 16, 64).status.code(),
+            errc::bad_argument);
+  EXPECT_EQ(lb::mx_storage_for(static_cast<lb::mx_format>(17), 1, 32).status.code(), errc::bad_argument);
 }
 
 TEST(MxAccounting, FormatConstants) {
@@ -489,7 +508,7 @@ TEST(MxElements, Int8FixedPoint) {
   e[0] = 0x80;
   const std::uint8_t s = 0x7F;
   float out[32];
-  ASSERT_TRUE(lb::mx_dequantize<lb::mxint8>(e.data(), &s, 32, out).ok());
+  ASSERT_TRUE(lb::mx_dequantize<lb::mxint8>(e.data(), &s, 32, {}, out).ok());
   EXPECT_EQ(out[0], -2.0f);
 }
 
@@ -564,7 +583,7 @@ void expect_non_finite_block(float bad) {
   EXPECT_EQ(q.scales[1], 0xFF) << Fmt::name;
   EXPECT_NE(q.scales[0], 0xFF);
   EXPECT_NE(q.scales[2], 0xFF);
-  const std::size_t bytes = lb::mx_element_bytes<Fmt>(32);
+  const std::size_t bytes = lb::packed_bytes(32, Fmt::element_bits);
   for (std::size_t j = 0; j < bytes; ++j) EXPECT_EQ(q.elements[bytes + j], 0) << Fmt::name;
   for (std::size_t i = 32; i < 64; ++i) EXPECT_TRUE(std::isnan(q.decoded[i])) << Fmt::name << " " << i;
   for (std::size_t i = 0; i < 32; ++i) EXPECT_FALSE(std::isnan(q.decoded[i]));
@@ -573,8 +592,8 @@ void expect_non_finite_block(float bad) {
   // Opt-in error: the same output, and a status that says so.
   lb::mx_options o;
   o.non_finite_is_error = true;
-  std::vector<std::uint8_t> e(lb::mx_element_bytes<Fmt>(96)), s(3);
-  EXPECT_EQ(lb::mx_quantize<Fmt>(x.data(), 96, e.data(), s.data(), o).code(), errc::non_finite_input);
+  std::vector<std::uint8_t> e(lb::packed_bytes(96, Fmt::element_bits)), s(3);
+  EXPECT_EQ(lb::mx_quantize<Fmt>(x.data(), 96, o, e.data(), s.data()).code(), errc::non_finite_input);
   EXPECT_EQ(e, q.elements);
   EXPECT_EQ(s, q.scales);
 }
@@ -599,7 +618,7 @@ TEST(MxSpecial, NaNScaleDecodesToNaNWhateverTheElements) {
   std::vector<std::uint8_t> e(16, 0x77);
   const std::uint8_t s = 0xFF;
   std::vector<float> out(32);
-  ASSERT_TRUE(lb::mx_dequantize<lb::mxfp4>(e.data(), &s, 32, out.data()).ok());
+  ASSERT_TRUE(lb::mx_dequantize<lb::mxfp4>(e.data(), &s, 32, {}, out.data()).ok());
   for (float v : out) EXPECT_TRUE(std::isnan(v));
 }
 
@@ -628,7 +647,7 @@ TEST(MxLayout, MatrixRowsBlockedAlongIn) {
   m[64 + 10] = 0.5f;
   m[64 + 63] = 3.0f;
   std::vector<std::uint8_t> e(64, 0xEE), s(4, 0xEE);
-  ASSERT_TRUE(lb::mx_quantize_matrix<lb::mxfp4>(m.data(), 2, 64, e.data(), s.data()).ok());
+  ASSERT_TRUE(lb::mx_quantize_matrix<lb::mxfp4>(m.data(), 2, 64, {}, e.data(), s.data()).ok());
   EXPECT_EQ(s, (std::vector<std::uint8_t>{0x7D, 0x80, 0x7C, 0x7E}));
   // 1 / 2^-2 = 4 -> 0x6 in the high nibble of byte 1; -8 / 2 = -4 -> 0xE, low nibble of byte 20;
   // 0.5 / 2^-3 = 4 -> low nibble of byte 32 + 5; 3 / 2^-1 = 6 -> high nibble of byte 63.
@@ -637,7 +656,7 @@ TEST(MxLayout, MatrixRowsBlockedAlongIn) {
   EXPECT_EQ(e[37], 0x06);
   EXPECT_EQ(e[63], 0x70);
   std::vector<float> back(128);
-  ASSERT_TRUE(lb::mx_dequantize_matrix<lb::mxfp4>(e.data(), s.data(), 2, 64, back.data()).ok());
+  ASSERT_TRUE(lb::mx_dequantize_matrix<lb::mxfp4>(e.data(), s.data(), 2, 64, {}, back.data()).ok());
   EXPECT_EQ(back, m);
 }
 
@@ -647,13 +666,13 @@ TEST(MxLayout, RuntimeDispatchMatchesTemplates) {
   std::vector<float> x(64);
   for (float& v : x) v = nd(gen);
   std::vector<std::uint8_t> e1(64), s1(2), e2(64), s2(2);
-  ASSERT_TRUE(lb::mx_quantize<lb::mxfp6_e3m2>(x.data(), 64, e1.data(), s1.data()).ok());
-  ASSERT_TRUE(lb::mx_quantize(lb::mx_format::mxfp6_e3m2, x.data(), 64, e2.data(), s2.data()).ok());
+  ASSERT_TRUE(lb::mx_quantize<lb::mxfp6_e3m2>(x.data(), 64, {}, e1.data(), s1.data()).ok());
+  ASSERT_TRUE(lb::mx_quantize(lb::mx_format::mxfp6_e3m2, x.data(), 64, {}, e2.data(), s2.data()).ok());
   EXPECT_EQ(e1, e2);
   EXPECT_EQ(s1, s2);
   std::vector<float> d1(64), d2(64);
-  ASSERT_TRUE(lb::mx_dequantize<lb::mxfp6_e3m2>(e1.data(), s1.data(), 64, d1.data()).ok());
-  ASSERT_TRUE(lb::mx_dequantize(lb::mx_format::mxfp6_e3m2, e1.data(), s1.data(), 64, d2.data()).ok());
+  ASSERT_TRUE(lb::mx_dequantize<lb::mxfp6_e3m2>(e1.data(), s1.data(), 64, {}, d1.data()).ok());
+  ASSERT_TRUE(lb::mx_dequantize(lb::mx_format::mxfp6_e3m2, e1.data(), s1.data(), 64, {}, d2.data()).ok());
   EXPECT_EQ(d1, d2);
 }
 
@@ -669,16 +688,16 @@ TEST(MxLayout, Bfloat16InAndOut) {
     xf[i] = static_cast<float>(xb[i]);
   }
   std::vector<std::uint8_t> eb(32), sb(2), ef(32), sf(2);
-  ASSERT_TRUE(lb::mx_quantize<lb::mxfp4>(xb.data(), 64, eb.data(), sb.data()).ok());
-  ASSERT_TRUE(lb::mx_quantize<lb::mxfp4>(xf.data(), 64, ef.data(), sf.data()).ok());
+  ASSERT_TRUE(lb::mx_quantize<lb::mxfp4>(xb.data(), 64, {}, eb.data(), sb.data()).ok());
+  ASSERT_TRUE(lb::mx_quantize<lb::mxfp4>(xf.data(), 64, {}, ef.data(), sf.data()).ok());
   EXPECT_EQ(eb, ef);
   EXPECT_EQ(sb, sf);
   std::vector<lb::bfloat16> ob(64);
   std::vector<float> of(64);
-  ASSERT_TRUE(lb::mx_dequantize<lb::mxfp4>(eb.data(), sb.data(), 64, ob.data()).ok());
-  ASSERT_TRUE(lb::mx_dequantize<lb::mxfp4>(ef.data(), sf.data(), 64, of.data()).ok());
+  ASSERT_TRUE(lb::mx_dequantize<lb::mxfp4>(eb.data(), sb.data(), 64, {}, ob.data()).ok());
+  ASSERT_TRUE(lb::mx_dequantize<lb::mxfp4>(ef.data(), sf.data(), 64, {}, of.data()).ok());
   for (std::size_t i = 0; i < 64; ++i) EXPECT_EQ(static_cast<float>(ob[i]), of[i]);
-  ASSERT_TRUE(lb::mx_quantize_matrix<lb::mxfp4>(xb.data(), 2, 32, eb.data(), sb.data()).ok());
+  ASSERT_TRUE(lb::mx_quantize_matrix<lb::mxfp4>(xb.data(), 2, 32, {}, eb.data(), sb.data()).ok());
   EXPECT_EQ(eb, ef);
 }
 
@@ -748,7 +767,7 @@ TEST(MxLayout, GgmlPresetReproducesGgmlBlocks) {
     }
   }
   std::vector<std::uint8_t> e(x.size() / 2), s(x.size() / 32);
-  ASSERT_TRUE(lb::mx_quantize<lb::mxfp4>(x.data(), x.size(), e.data(), s.data(), lb::mx_presets::ggml()).ok());
+  ASSERT_TRUE(lb::mx_quantize<lb::mxfp4>(x.data(), x.size(), lb::mx_presets::ggml(), e.data(), s.data()).ok());
   std::vector<lb::ggml_block_mxfp4> ours(256), theirs(256);
   ASSERT_TRUE(lb::mxfp4_to_ggml(e.data(), s.data(), x.size(), ours.data()).ok());
   for (std::size_t b = 0; b < 256; ++b) {
@@ -765,45 +784,45 @@ TEST(MxErrors, BadSizes) {
   std::vector<float> x(96, 1.0f);
   std::vector<std::uint8_t> e(96, 0xEE), s(16, 0xEE);
   auto q = [&](std::size_t n, const lb::mx_options& o) {
-    return lb::mx_quantize<lb::mxfp4>(x.data(), n, e.data(), s.data(), o).code();
+    return lb::mx_quantize<lb::mxfp4>(x.data(), n, o, e.data(), s.data()).code();
   };
   EXPECT_EQ(q(40, {}), errc::bad_block_size);                 // not a multiple of 32
   EXPECT_EQ(q(32, lb::mx_presets::ocp(0)), errc::bad_block_size);
   EXPECT_EQ(q(33, lb::mx_presets::ocp(3)), errc::bad_block_size);  // FP4 blocks must be even
-  EXPECT_EQ((lb::mx_quantize<lb::mxfp6_e2m3>(x.data(), 36, e.data(), s.data(), lb::mx_presets::ocp(6)).code()),
+  EXPECT_EQ((lb::mx_quantize<lb::mxfp6_e2m3>(x.data(), 36, lb::mx_presets::ocp(6), e.data(), s.data()).code()),
             errc::bad_block_size);  // 36 bits: not byte-aligned
   EXPECT_EQ(e, std::vector<std::uint8_t>(96, 0xEE));  // nothing written so far
   EXPECT_EQ(s, std::vector<std::uint8_t>(16, 0xEE));
-  EXPECT_EQ((lb::mx_quantize<lb::mxfp8_e4m3>(x.data(), 36, e.data(), s.data(), lb::mx_presets::ocp(6)).code()),
+  EXPECT_EQ((lb::mx_quantize<lb::mxfp8_e4m3>(x.data(), 36, lb::mx_presets::ocp(6), e.data(), s.data()).code()),
             errc::ok);  // FP8 blocks of 6 are fine
   std::vector<std::uint8_t> e2(16, 0xEE), s2(1, 0xEE);
-  EXPECT_EQ(lb::mx_quantize<lb::mxfp4>(x.data(), 31, e2.data(), s2.data()).code(), errc::bad_block_size);
+  EXPECT_EQ(lb::mx_quantize<lb::mxfp4>(x.data(), 31, {}, e2.data(), s2.data()).code(), errc::bad_block_size);
   EXPECT_EQ(e2, std::vector<std::uint8_t>(16, 0xEE));
   EXPECT_EQ(s2[0], 0xEE);
   // Matrix: 2 x 48 is 96 = 3 blocks, but rows of 48 are not whole blocks.
-  EXPECT_EQ(lb::mx_quantize_matrix<lb::mxfp4>(x.data(), 2, 48, e.data(), s.data()).code(), errc::bad_block_size);
+  EXPECT_EQ(lb::mx_quantize_matrix<lb::mxfp4>(x.data(), 2, 48, {}, e.data(), s.data()).code(), errc::bad_block_size);
   float out[96];
-  EXPECT_EQ(lb::mx_dequantize<lb::mxfp4>(e.data(), s.data(), 40, out).code(), errc::bad_block_size);
-  EXPECT_EQ(lb::mx_dequantize_matrix<lb::mxfp4>(e.data(), s.data(), 2, 48, out).code(), errc::bad_block_size);
+  EXPECT_EQ(lb::mx_dequantize<lb::mxfp4>(e.data(), s.data(), 40, {}, out).code(), errc::bad_block_size);
+  EXPECT_EQ(lb::mx_dequantize_matrix<lb::mxfp4>(e.data(), s.data(), 2, 48, {}, out).code(), errc::bad_block_size);
   // Empty input is fine.
-  EXPECT_EQ(lb::mx_quantize<lb::mxfp4>(x.data(), 0, e.data(), s.data()).code(), errc::ok);
+  EXPECT_EQ(lb::mx_quantize<lb::mxfp4>(x.data(), 0, {}, e.data(), s.data()).code(), errc::ok);
 }
 
 TEST(MxErrors, BadArguments) {
   std::vector<float> x(32, 1.0f);
   std::vector<std::uint8_t> e(32), s(1);
-  EXPECT_EQ(lb::mx_quantize<lb::mxfp4>(static_cast<const float*>(nullptr), 32, e.data(), s.data()).code(),
+  EXPECT_EQ(lb::mx_quantize<lb::mxfp4>(static_cast<const float*>(nullptr), 32, {}, e.data(), s.data()).code(),
             errc::bad_argument);
-  EXPECT_EQ(lb::mx_quantize<lb::mxfp4>(x.data(), 32, nullptr, s.data()).code(), errc::bad_argument);
-  EXPECT_EQ(lb::mx_quantize<lb::mxfp4>(x.data(), 32, e.data(), nullptr).code(), errc::bad_argument);
-  EXPECT_EQ(lb::mx_quantize<lb::mxfp4>(x.data(), 32, e.data(), s.data(), with_rounding(rounding::stochastic)).code(),
+  EXPECT_EQ(lb::mx_quantize<lb::mxfp4>(x.data(), 32, {}, nullptr, s.data()).code(), errc::bad_argument);
+  EXPECT_EQ(lb::mx_quantize<lb::mxfp4>(x.data(), 32, {}, e.data(), nullptr).code(), errc::bad_argument);
+  EXPECT_EQ(lb::mx_quantize<lb::mxfp4>(x.data(), 32, with_rounding(rounding::stochastic), e.data(), s.data()).code(),
             errc::bad_argument);
   float out[32];
-  EXPECT_EQ(lb::mx_dequantize<lb::mxfp4>(e.data(), s.data(), 32, static_cast<float*>(nullptr)).code(),
+  EXPECT_EQ(lb::mx_dequantize<lb::mxfp4>(e.data(), s.data(), 32, {}, static_cast<float*>(nullptr)).code(),
             errc::bad_argument);
-  EXPECT_EQ(lb::mx_dequantize<lb::mxfp4>(nullptr, s.data(), 32, out).code(), errc::bad_argument);
+  EXPECT_EQ(lb::mx_dequantize<lb::mxfp4>(nullptr, s.data(), 32, {}, out).code(), errc::bad_argument);
   const std::size_t huge = std::numeric_limits<std::size_t>::max() / 2;
-  EXPECT_EQ(lb::mx_quantize_matrix<lb::mxfp4>(x.data(), huge, 64, e.data(), s.data()).code(), errc::bad_argument);
+  EXPECT_EQ(lb::mx_quantize_matrix<lb::mxfp4>(x.data(), huge, 64, {}, e.data(), s.data()).code(), errc::bad_argument);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1016,8 +1035,8 @@ TEST(MxProperty, IndependentOfFtzAndDaz) {
     lb::status q, d;
     {
       lowbit_test::mxcsr_scope env(state.bits);
-      q = lb::mx_quantize<lb::mxfp8_e4m3>(x.data(), 32, e, &s);
-      d = lb::mx_dequantize<lb::mxfp8_e4m3>(e, &s, 32, out);
+      q = lb::mx_quantize<lb::mxfp8_e4m3>(x.data(), 32, {}, e, &s);
+      d = lb::mx_dequantize<lb::mxfp8_e4m3>(e, &s, 32, {}, out);
     }
     ASSERT_TRUE(q.ok());
     ASSERT_TRUE(d.ok());

@@ -21,12 +21,35 @@ namespace {
 namespace lb = lowbit;
 using lb::errc;
 using lb::nvfp4_scale_convention;
-using lb::nvfp4_tensor_scale;
 using lb::rounding;
 
 const float nan_f = std::numeric_limits<float>::quiet_NaN();
 const float inf_f = std::numeric_limits<float>::infinity();
-constexpr nvfp4_tensor_scale single = lb::nvfp4_single_level;
+constexpr lb::nvfp4_options single{};  // tensor scale 1
+
+// Options in convention c (for the tensor-scale calls, which read only the convention).
+lb::nvfp4_options convention(nvfp4_scale_convention c) {
+  lb::nvfp4_options o;
+  o.tensor_scale_convention = c;
+  return o;
+}
+
+// o with its tensor scale computed from x in convention c: the usual two-level setup.
+template <class Src>
+lb::nvfp4_options two_level(const Src* x, std::size_t n, nvfp4_scale_convention c, lb::nvfp4_options o = {}) {
+  o.tensor_scale_convention = c;
+  const lb::result<float> t = lb::nvfp4_compute_tensor_scale(x, n, o);
+  EXPECT_TRUE(t.ok());
+  o.tensor_scale = t.value;
+  return o;
+}
+
+// o with the tensor scale and convention of t.
+lb::nvfp4_options with_options(const lb::nvfp4_options& t, lb::nvfp4_options o) {
+  o.tensor_scale = t.tensor_scale;
+  o.tensor_scale_convention = t.tensor_scale_convention;
+  return o;
+}
 
 std::vector<float> block(std::initializer_list<float> head, std::size_t n = 16) {
   std::vector<float> v(head);
@@ -40,13 +63,13 @@ struct quantized {
   std::vector<float> decoded;
 };
 
-quantized run(const std::vector<float>& x, nvfp4_tensor_scale t, const lb::nvfp4_options& o = {}) {
+quantized run(const std::vector<float>& x, lb::nvfp4_options t, const lb::nvfp4_options& o = {}) {
   quantized q;
   q.elements.assign(x.size() / 2, 0xEE);
   q.scales.assign(x.size() / 16, 0xEE);
   q.decoded.assign(x.size(), -12345.0f);
-  EXPECT_EQ(lb::nvfp4_quantize(x.data(), x.size(), q.elements.data(), q.scales.data(), t, o).code(), errc::ok);
-  EXPECT_EQ(lb::nvfp4_dequantize(q.elements.data(), q.scales.data(), x.size(), q.decoded.data(), t).code(), errc::ok);
+  EXPECT_EQ(lb::nvfp4_quantize(x.data(), x.size(), with_options(t, o), q.elements.data(), q.scales.data()).code(), errc::ok);
+  EXPECT_EQ(lb::nvfp4_dequantize(q.elements.data(), q.scales.data(), x.size(), t, q.decoded.data()).code(), errc::ok);
   return q;
 }
 
@@ -91,8 +114,8 @@ TEST(Nvfp4WorkedBlock, BeatsMxfp4OnTheSameBlock) {
   const std::vector<float> x = block({0.3f, -1.2f, 2.4f, 5.0f});
   std::vector<std::uint8_t> e(8), s(1);
   std::vector<float> d(16);
-  ASSERT_TRUE(lb::mx_quantize<lb::mxfp4>(x.data(), 16, e.data(), s.data(), lb::mx_presets::ocp(16)).ok());
-  ASSERT_TRUE(lb::mx_dequantize<lb::mxfp4>(e.data(), s.data(), 16, d.data(), 16).ok());
+  ASSERT_TRUE(lb::mx_quantize<lb::mxfp4>(x.data(), 16, lb::mx_presets::ocp(16), e.data(), s.data()).ok());
+  ASSERT_TRUE(lb::mx_dequantize<lb::mxfp4>(e.data(), s.data(), 16, lb::mx_presets::ocp(16), d.data()).ok());
   EXPECT_NEAR(mse(d, x, 4), 0.31, 1e-6);
   EXPECT_LT(mse(run(x, single).decoded, x, 4), mse(d, x, 4) / 40);
 }
@@ -121,7 +144,7 @@ TEST(Nvfp4Scale, SingleLevelCodes) {
   };
   for (const scale_row& r : rows) {
     EXPECT_EQ(lb::nvfp4_block_scale(r.amax, single), r.even) << r.amax;
-    EXPECT_EQ(lb::nvfp4_block_scale(r.amax, single, rounding::nearest_away), r.away) << r.amax;
+    EXPECT_EQ(lb::nvfp4_block_scale(r.amax, lb::nvfp4_presets::ggml()), r.away) << r.amax;
     EXPECT_EQ(lb::nvfp4_block_scale(-r.amax, single), r.even) << "|amax| is used";
     // Through a block.
     EXPECT_EQ(run(block({r.amax / 3, -r.amax}), single).scales[0], r.even) << r.amax;
@@ -135,14 +158,15 @@ TEST(Nvfp4Scale, TwoLevelCodes) {
   // Block with amax 10752: 10752 / (6 * 4) = 448 -> 0x7E, D = 448 * 4 = 1792, 10752 / 1792 = 6.
   // Block with amax 3: 3 / 24 = 0.125 = 2^-3 -> field 4: 0x20, D = 0.5: 3 / 0.5 = 6 (0x7),
   // -1 / 0.5 = -2 (0xC).
-  const lb::result<nvfp4_tensor_scale> t = lb::nvfp4_tensor_scale_from_amax(10752.0f, nvfp4_scale_convention::divisor);
+  const lb::result<float> t = lb::nvfp4_tensor_scale_from_amax(10752.0f, convention(nvfp4_scale_convention::divisor));
   ASSERT_TRUE(t.ok());
-  EXPECT_EQ(t.value.value, 4.0f);
-  const lb::result<nvfp4_tensor_scale> g =
-      lb::nvfp4_tensor_scale_from_amax(-10752.0f, nvfp4_scale_convention::multiplier);
+  EXPECT_EQ(t.value, 4.0f);
+  const lb::result<float> g =
+      lb::nvfp4_tensor_scale_from_amax(-10752.0f, convention(nvfp4_scale_convention::multiplier));
   ASSERT_TRUE(g.ok());
-  EXPECT_EQ(g.value.value, 0.25f);
-  for (nvfp4_tensor_scale ts : {t.value, g.value}) {
+  EXPECT_EQ(g.value, 0.25f);
+  for (lb::nvfp4_options ts : {lb::nvfp4_options{t.value, nvfp4_scale_convention::divisor},
+                               lb::nvfp4_options{g.value, nvfp4_scale_convention::multiplier}}) {
     std::vector<float> x(32, 0.0f);
     x[0] = 10752.0f;
     x[16] = 3.0f;
@@ -163,29 +187,26 @@ TEST(Nvfp4Scale, TwoLevelCodes) {
 TEST(Nvfp4Scale, TensorScaleFromData) {
   std::vector<float> x = {0.5f, -3.7f, 2.0f, nan_f, -inf_f, 1.0f};
   // Non-finite values are skipped: amax 3.7.
-  const lb::result<nvfp4_tensor_scale> d = lb::nvfp4_compute_tensor_scale(x.data(), x.size(),
-                                                                         nvfp4_scale_convention::divisor);
+  const lb::result<float> d = lb::nvfp4_compute_tensor_scale(x.data(), x.size(), convention(nvfp4_scale_convention::divisor));
   ASSERT_TRUE(d.ok());
-  EXPECT_EQ(d.value.value, 3.7f / 2688.0f);
-  EXPECT_EQ(d.value.convention, nvfp4_scale_convention::divisor);
-  const lb::result<nvfp4_tensor_scale> m = lb::nvfp4_compute_tensor_scale(x.data(), x.size(),
-                                                                         nvfp4_scale_convention::multiplier);
+  EXPECT_EQ(d.value, 3.7f / 2688.0f);
+  const lb::result<float> m = lb::nvfp4_compute_tensor_scale(x.data(), x.size(), convention(nvfp4_scale_convention::multiplier));
   ASSERT_TRUE(m.ok());
-  EXPECT_EQ(m.value.value, 2688.0f / 3.7f);
+  EXPECT_EQ(m.value, 2688.0f / 3.7f);
   // All zeros: 1 in both conventions (no 0 and no Inf).
   const std::vector<float> z(64, 0.0f);
-  EXPECT_EQ(lb::nvfp4_compute_tensor_scale(z.data(), 64, nvfp4_scale_convention::divisor).value.value, 1.0f);
-  EXPECT_EQ(lb::nvfp4_compute_tensor_scale(z.data(), 64, nvfp4_scale_convention::multiplier).value.value, 1.0f);
+  EXPECT_EQ(lb::nvfp4_compute_tensor_scale(z.data(), 64, convention(nvfp4_scale_convention::divisor)).value, 1.0f);
+  EXPECT_EQ(lb::nvfp4_compute_tensor_scale(z.data(), 64, convention(nvfp4_scale_convention::multiplier)).value, 1.0f);
   // Tiny amax: clamped into [2^-119, 2^119].
-  EXPECT_EQ(lb::nvfp4_tensor_scale_from_amax(1e-38f, nvfp4_scale_convention::divisor).value.value, 0x1p-119f);
-  EXPECT_EQ(lb::nvfp4_tensor_scale_from_amax(1e-38f, nvfp4_scale_convention::multiplier).value.value, 0x1p119f);
-  EXPECT_EQ(lb::nvfp4_tensor_scale_from_amax(FLT_MAX, nvfp4_scale_convention::divisor).value.value, FLT_MAX / 2688.0f);
+  EXPECT_EQ(lb::nvfp4_tensor_scale_from_amax(1e-38f, convention(nvfp4_scale_convention::divisor)).value, 0x1p-119f);
+  EXPECT_EQ(lb::nvfp4_tensor_scale_from_amax(1e-38f, convention(nvfp4_scale_convention::multiplier)).value, 0x1p119f);
+  EXPECT_EQ(lb::nvfp4_tensor_scale_from_amax(FLT_MAX, convention(nvfp4_scale_convention::divisor)).value, FLT_MAX / 2688.0f);
   // Errors.
-  EXPECT_EQ(lb::nvfp4_tensor_scale_from_amax(nan_f, nvfp4_scale_convention::divisor).status.code(),
+  EXPECT_EQ(lb::nvfp4_tensor_scale_from_amax(nan_f, convention(nvfp4_scale_convention::divisor)).status.code(),
             errc::non_finite_input);
-  EXPECT_EQ(lb::nvfp4_compute_tensor_scale(x.data(), 0, nvfp4_scale_convention::divisor).status.code(),
+  EXPECT_EQ(lb::nvfp4_compute_tensor_scale(x.data(), 0, convention(nvfp4_scale_convention::divisor)).status.code(),
             errc::empty_input);
-  EXPECT_EQ(lb::nvfp4_compute_tensor_scale(static_cast<const float*>(nullptr), 4, nvfp4_scale_convention::divisor)
+  EXPECT_EQ(lb::nvfp4_compute_tensor_scale(static_cast<const float*>(nullptr), 4, convention(nvfp4_scale_convention::divisor))
                 .status.code(),
             errc::bad_argument);
 }
@@ -209,12 +230,10 @@ TEST(Nvfp4Convention, EachReadWithItsOwnConventionAgrees) {
   for (float v : x) amax = std::fmax(amax, std::fabs(v));
   for (float& v : x) v = v / amax * 10752.0f;
   x[5] = 10752.0f;
-  const nvfp4_tensor_scale t =
-      lb::nvfp4_compute_tensor_scale(x.data(), x.size(), nvfp4_scale_convention::divisor).value;
-  const nvfp4_tensor_scale g =
-      lb::nvfp4_compute_tensor_scale(x.data(), x.size(), nvfp4_scale_convention::multiplier).value;
-  ASSERT_EQ(t.value, 4.0f);
-  ASSERT_EQ(g.value, 0.25f);
+  const lb::nvfp4_options t = two_level(x.data(), x.size(), nvfp4_scale_convention::divisor);
+  const lb::nvfp4_options g = two_level(x.data(), x.size(), nvfp4_scale_convention::multiplier);
+  ASSERT_EQ(t.tensor_scale, 4.0f);
+  ASSERT_EQ(g.tensor_scale, 0.25f);
   const quantized qt = run(x, t);
   const quantized qg = run(x, g);
   EXPECT_EQ(qt.elements, qg.elements);
@@ -225,11 +244,9 @@ TEST(Nvfp4Convention, EachReadWithItsOwnConventionAgrees) {
   // (t * g is within 2^-23 of 1), so the values agree to within a few float ulps; on this
   // data every code agrees too.
   const std::vector<float> w = gaussian(4, 4096, 0.02f);
-  const nvfp4_tensor_scale wt =
-      lb::nvfp4_compute_tensor_scale(w.data(), w.size(), nvfp4_scale_convention::divisor).value;
-  const nvfp4_tensor_scale wg =
-      lb::nvfp4_compute_tensor_scale(w.data(), w.size(), nvfp4_scale_convention::multiplier).value;
-  EXPECT_NE(static_cast<double>(wt.value) * wg.value, 1.0);
+  const lb::nvfp4_options wt = two_level(w.data(), w.size(), nvfp4_scale_convention::divisor);
+  const lb::nvfp4_options wg = two_level(w.data(), w.size(), nvfp4_scale_convention::multiplier);
+  EXPECT_NE(static_cast<double>(wt.tensor_scale) * wg.tensor_scale, 1.0);
   const quantized a = run(w, wt);
   const quantized b = run(w, wg);
   EXPECT_EQ(a.elements, b.elements);
@@ -246,11 +263,10 @@ TEST(Nvfp4Convention, SwappedConventionsAreWrong) {
   float amax = 0.0f;
   for (float v : x) amax = std::fmax(amax, std::fabs(v));
   for (float& v : x) v = v / amax * 10752.0f;
-  const nvfp4_tensor_scale t{4.0f, nvfp4_scale_convention::divisor};
+  const lb::nvfp4_options t{4.0f, nvfp4_scale_convention::divisor};
   const quantized q = run(x, t);
   std::vector<float> swapped(x.size());
-  ASSERT_TRUE(lb::nvfp4_dequantize(q.elements.data(), q.scales.data(), x.size(), swapped.data(),
-                                   nvfp4_tensor_scale{4.0f, nvfp4_scale_convention::multiplier})
+  ASSERT_TRUE(lb::nvfp4_dequantize(q.elements.data(), q.scales.data(), x.size(), lb::nvfp4_options{4.0f, nvfp4_scale_convention::multiplier}, swapped.data())
                   .ok());
   int nonzero = 0;
   for (std::size_t i = 0; i < x.size(); ++i) {
@@ -263,12 +279,10 @@ TEST(Nvfp4Convention, SwappedConventionsAreWrong) {
   // A compressed-tensors global scale (g = 2688 / amax, about 800 for this data) read as
   // ModelOpt's weight_scale_2: values off by a factor g^2, not by a rounding error.
   const std::vector<float> w = gaussian(6, 512, 1.0f);
-  const nvfp4_tensor_scale g =
-      lb::nvfp4_compute_tensor_scale(w.data(), w.size(), nvfp4_scale_convention::multiplier).value;
+  const lb::nvfp4_options g = two_level(w.data(), w.size(), nvfp4_scale_convention::multiplier);
   const quantized qg = run(w, g);
   std::vector<float> wrong(w.size());
-  ASSERT_TRUE(lb::nvfp4_dequantize(qg.elements.data(), qg.scales.data(), w.size(), wrong.data(),
-                                   nvfp4_tensor_scale{g.value, nvfp4_scale_convention::divisor})
+  ASSERT_TRUE(lb::nvfp4_dequantize(qg.elements.data(), qg.scales.data(), w.size(), lb::nvfp4_options{g.tensor_scale, nvfp4_scale_convention::divisor}, wrong.data())
                   .ok());
   for (std::size_t i = 0; i < w.size(); ++i) {
     if (qg.decoded[i] != 0.0f) {
@@ -276,11 +290,11 @@ TEST(Nvfp4Convention, SwappedConventionsAreWrong) {
     }
   }
   // Converting the convention explicitly fixes it (up to the rounding of 1 / g).
-  const nvfp4_tensor_scale as_divisor = lb::nvfp4_to_convention(g, nvfp4_scale_convention::divisor);
-  EXPECT_EQ(as_divisor.value, 1.0f / g.value);
+  const lb::nvfp4_options as_divisor = lb::nvfp4_to_convention(g, nvfp4_scale_convention::divisor);
+  EXPECT_EQ(as_divisor.tensor_scale, 1.0f / g.tensor_scale);
   std::vector<float> fixed(w.size());
   ASSERT_TRUE(
-      lb::nvfp4_dequantize(qg.elements.data(), qg.scales.data(), w.size(), fixed.data(), as_divisor).ok());
+      lb::nvfp4_dequantize(qg.elements.data(), qg.scales.data(), w.size(), as_divisor, fixed.data()).ok());
   for (std::size_t i = 0; i < w.size(); ++i)
     EXPECT_NEAR(fixed[i], qg.decoded[i], 4 * std::ldexp(std::fabs(qg.decoded[i]), -23));
 }
@@ -301,7 +315,7 @@ TEST(Nvfp4Special, NaNAndInfBlocks) {
     lb::nvfp4_options o;
     o.non_finite_is_error = true;
     std::vector<std::uint8_t> e(24), s(3);
-    EXPECT_EQ(lb::nvfp4_quantize(x.data(), 48, e.data(), s.data(), single, o).code(), errc::non_finite_input);
+    EXPECT_EQ(lb::nvfp4_quantize(x.data(), 48, o, e.data(), s.data()).code(), errc::non_finite_input);
     EXPECT_EQ(e, q.elements);
     EXPECT_EQ(s, q.scales);
   }
@@ -327,8 +341,7 @@ TEST(Nvfp4Special, ZeroAndTinyBlocksDecodeToZeros) {
   EXPECT_TRUE(std::signbit(t.decoded[1]));
   // Two-level, zero tensor: t = 1 and everything is zero.
   const std::vector<float> zz(64, 0.0f);
-  const nvfp4_tensor_scale ts =
-      lb::nvfp4_compute_tensor_scale(zz.data(), 64, nvfp4_scale_convention::multiplier).value;
+  const lb::nvfp4_options ts = two_level(zz.data(), 64, nvfp4_scale_convention::multiplier);
   const quantized q = run(zz, ts);
   for (float v : q.decoded) EXPECT_EQ(v, 0.0f);
   for (std::uint8_t s : q.scales) EXPECT_EQ(s, 0x00);
@@ -359,7 +372,7 @@ TEST(Nvfp4Special, ElementsSaturateAndTie) {
 
 // Runs one block of 16 through the per-block functions and through the bulk calls; both must
 // give the same bytes and the same float bits.
-void expect_block_matches_bulk(const std::vector<float>& x, nvfp4_tensor_scale t, std::uint8_t scale,
+void expect_block_matches_bulk(const std::vector<float>& x, lb::nvfp4_options t, std::uint8_t scale,
                                std::initializer_list<unsigned> codes) {
   ASSERT_EQ(x.size(), 16u);
   float amax = 0.0f;
@@ -367,7 +380,7 @@ void expect_block_matches_bulk(const std::vector<float>& x, nvfp4_tensor_scale t
   EXPECT_EQ(lb::nvfp4_block_scale(amax, t), scale);
   std::uint8_t e[8];
   std::fill(e, e + 8, std::uint8_t{0xEE});
-  const std::uint8_t sc = lb::nvfp4_quantize_block(x.data(), e, t);
+  const std::uint8_t sc = lb::nvfp4_quantize_block(x.data(), t, e);
   EXPECT_EQ(sc, scale);
   const std::vector<std::uint8_t> ev(e, e + 8);
   std::size_t i = 0;
@@ -387,7 +400,7 @@ TEST(Nvfp4BlockReference, LessonBlockThroughThePerBlockFunctions) {
   expect_block_matches_bulk(x, single, 0x35, {0x1, 0xB, 0x5, 0x7, 0x0});
   float y[16];
   std::uint8_t e[8];
-  lb::nvfp4_dequantize_block(e, lb::nvfp4_quantize_block(x.data(), e, single), single, y);
+  lb::nvfp4_dequantize_block(e, lb::nvfp4_quantize_block(x.data(), single, e), single, y);
   EXPECT_EQ(y[0], 0.40625f);
   EXPECT_EQ(y[1], -1.21875f);
   EXPECT_EQ(y[2], 2.4375f);
@@ -397,8 +410,8 @@ TEST(Nvfp4BlockReference, LessonBlockThroughThePerBlockFunctions) {
 
 TEST(Nvfp4BlockReference, TwoLevelBlocksThroughThePerBlockFunctions) {
   // Nvfp4Scale.TwoLevelCodes above, per block: t = 4 (divisor) or g = 0.25 (multiplier).
-  for (nvfp4_tensor_scale ts : {nvfp4_tensor_scale{4.0f, nvfp4_scale_convention::divisor},
-                                nvfp4_tensor_scale{0.25f, nvfp4_scale_convention::multiplier}}) {
+  for (lb::nvfp4_options ts : {lb::nvfp4_options{4.0f, nvfp4_scale_convention::divisor},
+                                lb::nvfp4_options{0.25f, nvfp4_scale_convention::multiplier}}) {
     expect_block_matches_bulk(block({10752.0f}), ts, 0x7E, {0x7, 0x0});
     expect_block_matches_bulk(block({3.0f, -1.0f}), ts, 0x20, {0x7, 0xC, 0x0});
     float y[16];
@@ -411,7 +424,7 @@ TEST(Nvfp4BlockReference, TwoLevelBlocksThroughThePerBlockFunctions) {
   std::vector<float> x = block({1.0f, inf_f});
   std::uint8_t e[8];
   EXPECT_EQ(lb::nvfp4_block_scale(inf_f, single), 0x7F);
-  EXPECT_EQ(lb::nvfp4_quantize_block(x.data(), e, single), 0x7F);
+  EXPECT_EQ(lb::nvfp4_quantize_block(x.data(), single, e), 0x7F);
   for (std::uint8_t b : e) EXPECT_EQ(b, 0);
   float y[16];
   lb::nvfp4_dequantize_block(e, 0x7F, single, y);
@@ -422,10 +435,18 @@ TEST(Nvfp4BlockReference, TwoLevelBlocksThroughThePerBlockFunctions) {
 // Layout.
 
 TEST(Nvfp4Layout, AccountingAndMatrix) {
-  EXPECT_EQ(lb::nvfp4_bits_per_element(), 4.5);
-  EXPECT_EQ(lb::nvfp4_storage_bytes(4096), 2304u);  // 2048 + 256
-  EXPECT_EQ(lb::nvfp4_storage_bytes(4096) * 8.0 / 4096, lb::nvfp4_bits_per_element());
-  EXPECT_EQ(lb::nvfp4_scale_bytes(4096), 256u);
+  // [1, 4096]: 2048 element bytes, 256 block scales and the 4-byte tensor scale.
+  const lb::result<lb::storage> st = lb::nvfp4_storage_for(1, 4096);
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st.value.elements, 4096u);
+  EXPECT_EQ(st.value.payload_bytes, 2048u);
+  EXPECT_EQ(st.value.scale_bytes, 256u + 4u);
+  EXPECT_EQ(st.value.total_bytes(), 2308u);
+  // [4096, 4096]: 4.5 bits per weight plus 32 bits for the whole tensor.
+  const lb::storage big = lb::nvfp4_storage_for(4096, 4096).value;
+  EXPECT_EQ(big.total_bytes() * 8.0, 4.5 * 4096 * 4096 + 32);
+  EXPECT_EQ(lb::nvfp4_storage_for(2, 24).status.code(), errc::bad_block_size);
+  EXPECT_EQ(lb::nvfp4_storage_for(static_cast<std::size_t>(-1) / 8, 32).status.code(), errc::bad_argument);
   // [2, 32]: row r's elements at byte 16 r, scales [r0b0, r0b1, r1b0, r1b1].
   // Row maxima 6, 3; 12, 0.75 -> scales 1 (0x38), 0.5 (0x30), 2 (0x40), 0.125 (0x30 - 0x10 = 0x20).
   std::vector<float> m(64, 0.0f);
@@ -434,14 +455,14 @@ TEST(Nvfp4Layout, AccountingAndMatrix) {
   m[32 + 0] = 12.0f;
   m[48 + 15] = 0.75f;
   std::vector<std::uint8_t> e(32, 0xEE), s(4, 0xEE);
-  ASSERT_TRUE(lb::nvfp4_quantize_matrix(m.data(), 2, 32, e.data(), s.data(), single).ok());
+  ASSERT_TRUE(lb::nvfp4_quantize_matrix(m.data(), 2, 32, single, e.data(), s.data()).ok());
   EXPECT_EQ(s, (std::vector<std::uint8_t>{0x38, 0x30, 0x40, 0x20}));
   EXPECT_EQ(e[0], 0x70);   // element 1: high nibble, 6 / 1 = 6 -> 0x7
   EXPECT_EQ(e[9], 0x0F);   // element 18: low nibble, -3 / 0.5 = -6 -> 0xF
   EXPECT_EQ(e[16], 0x07);  // element 32: 12 / 2 = 6
   EXPECT_EQ(e[31], 0x70);  // element 63: 0.75 / 0.125 = 6
   std::vector<float> back(64);
-  ASSERT_TRUE(lb::nvfp4_dequantize_matrix(e.data(), s.data(), 2, 32, back.data(), single).ok());
+  ASSERT_TRUE(lb::nvfp4_dequantize_matrix(e.data(), s.data(), 2, 32, single, back.data()).ok());
   EXPECT_EQ(back, m);
 }
 
@@ -453,17 +474,17 @@ TEST(Nvfp4Layout, Bfloat16InAndOut) {
     xb[i] = lb::bfloat16(src[i]);
     xf[i] = static_cast<float>(xb[i]);
   }
-  const nvfp4_tensor_scale t = lb::nvfp4_compute_tensor_scale(xb.data(), 64, nvfp4_scale_convention::divisor).value;
-  EXPECT_EQ(t.value, lb::nvfp4_compute_tensor_scale(xf.data(), 64, nvfp4_scale_convention::divisor).value.value);
+  const lb::nvfp4_options t = two_level(xb.data(), 64, nvfp4_scale_convention::divisor);
+  EXPECT_EQ(t.tensor_scale, lb::nvfp4_compute_tensor_scale(xf.data(), 64, convention(nvfp4_scale_convention::divisor)).value);
   std::vector<std::uint8_t> eb(32), sb(4), ef(32), sf(4);
-  ASSERT_TRUE(lb::nvfp4_quantize(xb.data(), 64, eb.data(), sb.data(), t).ok());
-  ASSERT_TRUE(lb::nvfp4_quantize(xf.data(), 64, ef.data(), sf.data(), t).ok());
+  ASSERT_TRUE(lb::nvfp4_quantize(xb.data(), 64, t, eb.data(), sb.data()).ok());
+  ASSERT_TRUE(lb::nvfp4_quantize(xf.data(), 64, t, ef.data(), sf.data()).ok());
   EXPECT_EQ(eb, ef);
   EXPECT_EQ(sb, sf);
   std::vector<lb::bfloat16> ob(64);
   std::vector<float> of(64);
-  ASSERT_TRUE(lb::nvfp4_dequantize(eb.data(), sb.data(), 64, ob.data(), t).ok());
-  ASSERT_TRUE(lb::nvfp4_dequantize(ef.data(), sf.data(), 64, of.data(), t).ok());
+  ASSERT_TRUE(lb::nvfp4_dequantize(eb.data(), sb.data(), 64, t, ob.data()).ok());
+  ASSERT_TRUE(lb::nvfp4_dequantize(ef.data(), sf.data(), 64, t, of.data()).ok());
   for (std::size_t i = 0; i < 64; ++i) EXPECT_EQ(ob[i].bits(), lb::encode<lb::bfloat16>(of[i]).bits());
 }
 
@@ -530,7 +551,7 @@ TEST(Nvfp4Layout, GgmlScaleBytesDecodeAsGgmlDecodesThem) {
     }
     ASSERT_TRUE(st.ok()) << byte;
     std::vector<float> y(64);
-    ASSERT_TRUE(lb::nvfp4_dequantize(e.data(), sc.data(), 64, y.data(), single).ok());
+    ASSERT_TRUE(lb::nvfp4_dequantize(e.data(), sc.data(), 64, single, y.data()).ok());
     const float d = ggml_ue4m3_to_fp32(static_cast<std::uint8_t>(byte));
     for (std::size_t s = 0; s < 4; ++s) {
       for (std::size_t j = 0; j < 8; ++j) {
@@ -607,7 +628,7 @@ TEST(Nvfp4Layout, GgmlPresetReproducesGgmlBlocks) {
     for (std::size_t j = 0; j < 16; ++j) x[16 * b + j] = std::ldexp(nd(gen), m);
   }
   std::vector<std::uint8_t> e(x.size() / 2), s(x.size() / 16);
-  ASSERT_TRUE(lb::nvfp4_quantize(x.data(), x.size(), e.data(), s.data(), single, lb::nvfp4_presets::ggml()).ok());
+  ASSERT_TRUE(lb::nvfp4_quantize(x.data(), x.size(), lb::nvfp4_presets::ggml(), e.data(), s.data()).ok());
   std::vector<lb::ggml_block_nvfp4> ours(nblocks), theirs(nblocks);
   ASSERT_TRUE(lb::nvfp4_to_ggml(e.data(), s.data(), x.size(), ours.data()).ok());
   for (std::size_t b = 0; b < nblocks; ++b) {
@@ -627,15 +648,14 @@ TEST(Nvfp4Layout, GgmlPresetReproducesGgmlBlocks) {
 TEST(Nvfp4Errors, Arguments) {
   std::vector<float> x(64, 1.0f);
   std::vector<std::uint8_t> e(32, 0xEE), s(4, 0xEE);
-  EXPECT_EQ(lb::nvfp4_quantize(x.data(), 24, e.data(), s.data(), single).code(), errc::bad_block_size);
-  EXPECT_EQ(lb::nvfp4_quantize_matrix(x.data(), 2, 24, e.data(), s.data(), single).code(), errc::bad_block_size);
+  EXPECT_EQ(lb::nvfp4_quantize(x.data(), 24, single, e.data(), s.data()).code(), errc::bad_block_size);
+  EXPECT_EQ(lb::nvfp4_quantize_matrix(x.data(), 2, 24, single, e.data(), s.data()).code(), errc::bad_block_size);
   for (float bad : {0.0f, -1.0f, nan_f, inf_f, 1e-40f, 1e37f}) {
-    EXPECT_EQ(lb::nvfp4_quantize(x.data(), 64, e.data(), s.data(), nvfp4_tensor_scale{bad}).code(),
+    EXPECT_EQ(lb::nvfp4_quantize(x.data(), 64, lb::nvfp4_options{bad}, e.data(), s.data()).code(),
               errc::bad_argument)
         << bad;
     float out[64];
-    EXPECT_EQ(lb::nvfp4_dequantize(e.data(), s.data(), 64, out,
-                                   nvfp4_tensor_scale{bad, nvfp4_scale_convention::multiplier})
+    EXPECT_EQ(lb::nvfp4_dequantize(e.data(), s.data(), 64, lb::nvfp4_options{bad, nvfp4_scale_convention::multiplier}, out)
                   .code(),
               errc::bad_argument)
         << bad;
@@ -644,11 +664,11 @@ TEST(Nvfp4Errors, Arguments) {
   EXPECT_EQ(s, std::vector<std::uint8_t>(4, 0xEE));
   lb::nvfp4_options o;
   o.scale_rounding = rounding::stochastic;
-  EXPECT_EQ(lb::nvfp4_quantize(x.data(), 64, e.data(), s.data(), single, o).code(), errc::bad_argument);
-  EXPECT_EQ(lb::nvfp4_quantize(static_cast<const float*>(nullptr), 64, e.data(), s.data(), single).code(),
+  EXPECT_EQ(lb::nvfp4_quantize(x.data(), 64, o, e.data(), s.data()).code(), errc::bad_argument);
+  EXPECT_EQ(lb::nvfp4_quantize(static_cast<const float*>(nullptr), 64, single, e.data(), s.data()).code(),
             errc::bad_argument);
-  EXPECT_EQ(lb::nvfp4_quantize(x.data(), 0, e.data(), s.data(), single).code(), errc::ok);
-  EXPECT_TRUE(lb::nvfp4_valid_tensor_scale(single));
+  EXPECT_EQ(lb::nvfp4_quantize(x.data(), 0, single, e.data(), s.data()).code(), errc::ok);
+  EXPECT_TRUE(lb::nvfp4_valid_tensor_scale(single.tensor_scale));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -660,11 +680,11 @@ TEST(Nvfp4Property, WithinHalfUlpOfTheEffectiveScale) {
   // is formed in float, so near a tie the bound holds up to one float rounding.
   const std::vector<float> x = gaussian(10, 16 * 500, 0.05f);
   for (nvfp4_scale_convention c : {nvfp4_scale_convention::divisor, nvfp4_scale_convention::multiplier}) {
-    const nvfp4_tensor_scale t = lb::nvfp4_compute_tensor_scale(x.data(), x.size(), c).value;
+    const lb::nvfp4_options t = two_level(x.data(), x.size(), c);
     const quantized q = run(x, t);
     for (std::size_t b = 0; b < 500; ++b) {
       const float d = static_cast<float>(lb::float8_e4m3fn::from_bits(q.scales[b]));
-      const double dd = c == nvfp4_scale_convention::divisor ? d * t.value : d / t.value;
+      const double dd = c == nvfp4_scale_convention::divisor ? d * t.tensor_scale : d / t.tensor_scale;
       for (std::size_t j = 0; j < 16; ++j) {
         const double v = x[16 * b + j];
         const double y = std::fabs(v / dd);
@@ -687,10 +707,10 @@ TEST(Nvfp4Property, RepresentableBlocksAreExact) {
   std::mt19937 gen(12);
   std::uniform_int_distribution<unsigned> code(0, 15);
   std::uniform_int_distribution<unsigned> scale(0x08, 0x7E);  // normal E4M3 scales
-  for (const nvfp4_tensor_scale t : {single, nvfp4_tensor_scale{0.125f}}) {
+  for (const lb::nvfp4_options t : {single, lb::nvfp4_options{0.125f}}) {
     for (int trial = 0; trial < 300; ++trial) {
       const unsigned sc = scale(gen);
-      const float d = static_cast<float>(lb::float8_e4m3fn::from_bits(static_cast<std::uint8_t>(sc))) * t.value;
+      const float d = static_cast<float>(lb::float8_e4m3fn::from_bits(static_cast<std::uint8_t>(sc))) * t.tensor_scale;
       std::vector<float> x(16);
       std::vector<unsigned> codes(16);
       for (std::size_t j = 0; j < 16; ++j) {
@@ -726,17 +746,17 @@ TEST(Nvfp4VersusMxfp4, Nvfp4HasLowerErrorOnGaussianWeights) {
   std::vector<std::uint8_t> e(n / 2), s(n / 16);
   std::vector<float> d(n);
 
-  ASSERT_TRUE(lb::mx_quantize_matrix<lb::mxfp4>(w.data(), rows, cols, e.data(), s.data()).ok());
-  ASSERT_TRUE(lb::mx_dequantize_matrix<lb::mxfp4>(e.data(), s.data(), rows, cols, d.data()).ok());
+  ASSERT_TRUE(lb::mx_quantize_matrix<lb::mxfp4>(w.data(), rows, cols, {}, e.data(), s.data()).ok());
+  ASSERT_TRUE(lb::mx_dequantize_matrix<lb::mxfp4>(e.data(), s.data(), rows, cols, {}, d.data()).ok());
   const double mx = mse(d, w, n);
 
-  ASSERT_TRUE(lb::nvfp4_quantize_matrix(w.data(), rows, cols, e.data(), s.data(), single).ok());
-  ASSERT_TRUE(lb::nvfp4_dequantize_matrix(e.data(), s.data(), rows, cols, d.data(), single).ok());
+  ASSERT_TRUE(lb::nvfp4_quantize_matrix(w.data(), rows, cols, single, e.data(), s.data()).ok());
+  ASSERT_TRUE(lb::nvfp4_dequantize_matrix(e.data(), s.data(), rows, cols, single, d.data()).ok());
   const double nv1 = mse(d, w, n);
 
-  const nvfp4_tensor_scale t = lb::nvfp4_compute_tensor_scale(w.data(), n, nvfp4_scale_convention::divisor).value;
-  ASSERT_TRUE(lb::nvfp4_quantize_matrix(w.data(), rows, cols, e.data(), s.data(), t).ok());
-  ASSERT_TRUE(lb::nvfp4_dequantize_matrix(e.data(), s.data(), rows, cols, d.data(), t).ok());
+  const lb::nvfp4_options t = two_level(w.data(), n, nvfp4_scale_convention::divisor);
+  ASSERT_TRUE(lb::nvfp4_quantize_matrix(w.data(), rows, cols, t, e.data(), s.data()).ok());
+  ASSERT_TRUE(lb::nvfp4_dequantize_matrix(e.data(), s.data(), rows, cols, t, d.data()).ok());
   const double nv2 = mse(d, w, n);
 
   RecordProperty("mse_mxfp4", std::to_string(mx));

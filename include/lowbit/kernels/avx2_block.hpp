@@ -864,7 +864,7 @@ LOWBIT_BLOCK_INLINE __m256i nvfp4_zero16(__m256i v0, __m256i v1, bool keep_sign)
                    : _mm256_setzero_si256();
 }
 
-// The scales of a group of up to 8 blocks: nvfp4_block_scale_target, nvfp4_block_scale and
+// The scales of a group of up to 8 blocks: the block-scale target, nvfp4_block_scale and
 // nvfp4_effective_scale, eight at a time.
 struct nvfp4_group {
   __m256 d;       // effective scales D

@@ -40,9 +40,11 @@
 #include "../core/checks.hpp"
 #include "../core/packing.hpp"
 #include "../core/rounding.hpp"
+#include "../core/span.hpp"
 #include "../core/status.hpp"
 #include "../formats/types.hpp"
 #include "../kernels/avx2_block.hpp"
+#include "storage.hpp"
 
 namespace lowbit {
 
@@ -261,26 +263,6 @@ struct is_mx_format<mxfp4_e2m1> : std::true_type {};
 template <>
 struct is_mx_format<mxint8> : std::true_type {};
 
-// ---------------------------------------------------------------------------------------------
-// Byte accounting. With the default block of 32: MXFP4 4 + 8/32 = 4.25 bits per element,
-// MXFP6 6.25, MXFP8 and MXINT8 8.25.
-
-template <class Fmt>
-constexpr std::size_t mx_element_bytes(std::size_t n) noexcept {
-  return packed_bytes(n, Fmt::element_bits);
-}
-constexpr std::size_t mx_scale_bytes(std::size_t n, std::size_t block_size = mx_default_block_size) noexcept {
-  return block_size == 0 ? 0 : n / block_size;
-}
-template <class Fmt>
-constexpr std::size_t mx_storage_bytes(std::size_t n, std::size_t block_size = mx_default_block_size) noexcept {
-  return mx_element_bytes<Fmt>(n) + mx_scale_bytes(n, block_size);
-}
-template <class Fmt>
-constexpr double mx_bits_per_element(std::size_t block_size = mx_default_block_size) noexcept {
-  return static_cast<double>(Fmt::element_bits) + 8.0 / static_cast<double>(block_size);
-}
-
 // Whether a block size is usable for Fmt: nonzero, and each block starts on a byte boundary
 // (FP4: even; FP6: a multiple of 4).
 template <class Fmt>
@@ -377,7 +359,7 @@ inline constexpr std::size_t mx_chunk = 8;
 }  // namespace detail
 
 // Quantizes one block of o.block_size values (float or bfloat16), writing
-// mx_element_bytes<Fmt>(o.block_size) packed element bytes to `elements`; returns the E8M0 scale
+// packed_bytes(o.block_size, Fmt::element_bits) element bytes to `elements`; returns the E8M0 scale
 // code. o.block_size must satisfy mx_valid_block_size<Fmt> and o.element_rounding must not be
 // stochastic (the bulk functions check both). Element i is Fmt's encoding of v_i * 2^-s under
 // o.element_rounding with overflow::saturate; the product is formed exactly (in double), so
@@ -385,10 +367,10 @@ inline constexpr std::size_t mx_chunk = 8;
 // exact unless it falls below 2^-126, where every element format rounds to zero anyway.)
 // Nothing here is float arithmetic, so FTZ/DAZ change no result.
 template <class Fmt, class Src>
-inline std::uint8_t mx_quantize_block(const Src* x, std::uint8_t* elements, const mx_options& o = {}) noexcept {
+inline std::uint8_t mx_quantize_block(const Src* x, const mx_options& o, std::uint8_t* elements) noexcept {
   static_assert(is_mx_format<Fmt>::value, "Fmt must be one of the MX format tags");
   const std::size_t block_size = o.block_size;
-  const std::size_t bytes = mx_element_bytes<Fmt>(block_size);
+  const std::size_t bytes = packed_bytes(block_size, Fmt::element_bits);
   const detail::mx_amax_result a = detail::mx_block_amax(x, block_size);
   if (!a.finite) {
     for (std::size_t j = 0; j < bytes; ++j) elements[j] = 0;
@@ -412,16 +394,18 @@ inline std::uint8_t mx_quantize_block(const Src* x, std::uint8_t* elements, cons
   return scale;
 }
 
-// Decodes one block: out[i] = element_i * 2^(scale - 127), exactly (the product always lies on
+// Decodes one block of o.block_size values (only the block size is read): out[i] =
+// element_i * 2^(scale - 127), exactly (the product always lies on
 // float's grid, subnormals included; it is formed by exponent arithmetic, so FTZ/DAZ do not
 // matter; a plain float multiply gives the same bits in the default FP environment). A value of
 // 2^128 or more, which only hand-made input can hold (E5M2 elements with a scale near 2^127),
 // becomes +-Inf. Scale 0xFF gives NaN everywhere. Dst is float or bfloat16 (rounded once, to
 // nearest even).
 template <class Fmt, class Dst>
-inline void mx_dequantize_block(const std::uint8_t* elements, std::uint8_t scale, std::size_t block_size,
+inline void mx_dequantize_block(const std::uint8_t* elements, std::uint8_t scale, const mx_options& o,
                                 Dst* out) noexcept {
   static_assert(is_mx_format<Fmt>::value, "Fmt must be one of the MX format tags");
+  const std::size_t block_size = o.block_size;
   if (scale == mx_nan_scale) {
     const float nan = std::numeric_limits<float>::quiet_NaN();
     for (std::size_t i = 0; i < block_size; ++i) detail::mx_store(out[i], nan);
@@ -506,14 +490,14 @@ inline status mx_quantize_impl(const Src* src, std::size_t rows, std::size_t col
   if (use_avx2() && kernels::block::mx_kernel_supports(ko)) {
     const bool nan_block = kernels::block::avx2::mx_quantize<Fmt>(
         src, n, elements, scales, ko,
-        [&o](const Src* x, std::uint8_t* e) noexcept { return mx_quantize_block<Fmt>(x, e, o); });
+        [&o](const Src* x, std::uint8_t* e) noexcept { return mx_quantize_block<Fmt>(x, o, e); });
     return nan_block && o.non_finite_is_error ? status{errc::non_finite_input} : status{errc::ok};
   }
 #endif
   const std::size_t block_bytes = packed_bytes(o.block_size, Fmt::element_bits);
   bool non_finite = false;
   for (std::size_t b = 0; b < n / o.block_size; ++b) {
-    scales[b] = mx_quantize_block<Fmt>(src + b * o.block_size, elements + b * block_bytes, o);
+    scales[b] = mx_quantize_block<Fmt>(src + b * o.block_size, o, elements + b * block_bytes);
     non_finite = non_finite || scales[b] == mx_nan_scale;
   }
   if (non_finite && o.non_finite_is_error) return errc::non_finite_input;
@@ -534,71 +518,92 @@ inline status mx_dequantize_impl(const std::uint8_t* elements, const std::uint8_
   if (use_avx2() && block_size % 8 == 0) {
     kernels::block::avx2::mx_dequantize<Fmt>(
         elements, scales, n, dst, block_size,
-        [block_size](const std::uint8_t* e, std::uint8_t s, Dst* out) noexcept {
-          mx_dequantize_block<Fmt>(e, s, block_size, out);
-        });
+        [&o](const std::uint8_t* e, std::uint8_t s, Dst* out) noexcept { mx_dequantize_block<Fmt>(e, s, o, out); });
     return errc::ok;
   }
 #endif
   const std::size_t block_bytes = packed_bytes(block_size, Fmt::element_bits);
   for (std::size_t b = 0; b < n / block_size; ++b)
-    mx_dequantize_block<Fmt>(elements + b * block_bytes, scales[b], block_size, dst + b * block_size);
+    mx_dequantize_block<Fmt>(elements + b * block_bytes, scales[b], o, dst + b * block_size);
   return errc::ok;
-}
-
-// The dequantizer's options from its bare block size (the signature before docs/api.md).
-constexpr mx_options mx_block_options(std::size_t block_size) noexcept {
-  mx_options o;
-  o.block_size = block_size;
-  return o;
 }
 
 }  // namespace detail
 
-// Quantizes n values into mx_element_bytes<Fmt>(n) element bytes and n / block_size scales.
+// Quantizes n values (float or bfloat16) into packed_bytes(n, Fmt::element_bits) element bytes
+// and n / o.block_size scales.
 template <class Fmt>
-[[nodiscard]] inline status mx_quantize(const float* src, std::size_t n, std::uint8_t* elements, std::uint8_t* scales,
-                                        const mx_options& o = {}) noexcept {
+[[nodiscard]] inline status mx_quantize(const float* src, std::size_t n, const mx_options& o, std::uint8_t* elements,
+                                        std::uint8_t* scales) noexcept {
   return detail::mx_quantize_impl<Fmt>(src, 1, n, elements, scales, o);
 }
 template <class Fmt>
-[[nodiscard]] inline status mx_quantize(const bfloat16* src, std::size_t n, std::uint8_t* elements,
-                                        std::uint8_t* scales, const mx_options& o = {}) noexcept {
+[[nodiscard]] inline status mx_quantize(const bfloat16* src, std::size_t n, const mx_options& o,
+                                        std::uint8_t* elements, std::uint8_t* scales) noexcept {
   return detail::mx_quantize_impl<Fmt>(src, 1, n, elements, scales, o);
 }
 
+// Decodes n values; o must be the options the data was quantized with (only its block size is
+// read).
 template <class Fmt>
 [[nodiscard]] inline status mx_dequantize(const std::uint8_t* elements, const std::uint8_t* scales, std::size_t n,
-                                          float* dst, std::size_t block_size = mx_default_block_size) noexcept {
-  return detail::mx_dequantize_impl<Fmt>(elements, scales, 1, n, dst, detail::mx_block_options(block_size));
+                                          const mx_options& o, float* dst) noexcept {
+  return detail::mx_dequantize_impl<Fmt>(elements, scales, 1, n, dst, o);
 }
 template <class Fmt>
 [[nodiscard]] inline status mx_dequantize(const std::uint8_t* elements, const std::uint8_t* scales, std::size_t n,
-                                          bfloat16* dst, std::size_t block_size = mx_default_block_size) noexcept {
-  return detail::mx_dequantize_impl<Fmt>(elements, scales, 1, n, dst, detail::mx_block_options(block_size));
+                                          const mx_options& o, bfloat16* dst) noexcept {
+  return detail::mx_dequantize_impl<Fmt>(elements, scales, 1, n, dst, o);
 }
 
 // A row-major matrix [rows, cols] (weights as checkpoints store them: [out, in]) blocked along
-// cols: row r's elements start at byte r * mx_element_bytes<Fmt>(cols), its scales at
+// cols: row r's elements start at byte r * packed_bytes(cols, Fmt::element_bits), its scales at
 // r * (cols / block_size). cols must be a multiple of the block size.
 template <class Fmt, class Src>
 [[nodiscard]] inline status mx_quantize_matrix(const Src* src, std::size_t rows, std::size_t cols,
-                                               std::uint8_t* elements, std::uint8_t* scales,
-                                               const mx_options& o = {}) noexcept {
+                                               const mx_options& o, std::uint8_t* elements,
+                                               std::uint8_t* scales) noexcept {
   return detail::mx_quantize_impl<Fmt>(src, rows, cols, elements, scales, o);
 }
 
 template <class Fmt, class Dst>
 [[nodiscard]] inline status mx_dequantize_matrix(const std::uint8_t* elements, const std::uint8_t* scales,
-                                                 std::size_t rows, std::size_t cols, Dst* dst,
-                                                 std::size_t block_size = mx_default_block_size) noexcept {
-  return detail::mx_dequantize_impl<Fmt>(elements, scales, rows, cols, dst, detail::mx_block_options(block_size));
+                                                 std::size_t rows, std::size_t cols, const mx_options& o,
+                                                 Dst* dst) noexcept {
+  return detail::mx_dequantize_impl<Fmt>(elements, scales, rows, cols, dst, o);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Byte accounting: what a checkpoint stores for a [rows, cols] tensor. Errors: the options and
+// shape checks of the bulk calls (bad_argument, bad_block_size). With the default block of 32,
+// bits_per_weight() is 4.25 for MXFP4, 6.25 for MXFP6, 8.25 for MXFP8 and MXINT8.
+
+template <class Fmt>
+[[nodiscard]] inline result<storage> mx_storage_for(std::size_t rows, std::size_t cols,
+                                                   const mx_options& o = {}) noexcept {
+  static_assert(is_mx_format<Fmt>::value, "Fmt must be one of the MX format tags");
+  result<storage> r;
+  std::size_t n = 0;
+  r.status = detail::mx_check_shape<Fmt, std::uint8_t>(rows, cols, o, &n);
+  if (!r.ok()) return r;
+  r.value.elements = n;
+  r.value.payload_bytes = packed_bytes(n, Fmt::element_bits);
+  r.value.scale_bytes = n / o.block_size;
+  return r;
 }
 
 // ---------------------------------------------------------------------------------------------
 // Run-time format selection: the same functions, dispatched on mx_format.
 
 namespace detail {
+inline status mx_bad_format(status*) noexcept { return errc::bad_argument; }
+template <class T>
+inline result<T> mx_bad_format(result<T>*) noexcept {
+  result<T> r;
+  r.status = errc::bad_argument;
+  return r;
+}
+
 template <class Visitor>
 inline auto mx_visit(mx_format f, Visitor&& v) noexcept -> decltype(v(mxfp4_e2m1{})) {
   switch (f) {
@@ -609,25 +614,135 @@ inline auto mx_visit(mx_format f, Visitor&& v) noexcept -> decltype(v(mxfp4_e2m1
     case mx_format::mxfp4_e2m1: return v(mxfp4_e2m1{});
     case mx_format::mxint8: return v(mxint8{});
   }
-  return v(mxfp4_e2m1{});
+  return mx_bad_format(static_cast<decltype(v(mxfp4_e2m1{}))*>(nullptr));
 }
 }  // namespace detail
 
+// The element width of f (0 for a value outside the enumeration), for sizing buffers with
+// packed_bytes(n, mx_element_bits(f)).
 constexpr int mx_element_bits(mx_format f) noexcept {
-  return f == mx_format::mxfp6_e2m3 || f == mx_format::mxfp6_e3m2 ? 6 : f == mx_format::mxfp4_e2m1 ? 4 : 8;
+  switch (f) {
+    case mx_format::mxfp8_e4m3:
+    case mx_format::mxfp8_e5m2:
+    case mx_format::mxint8: return 8;
+    case mx_format::mxfp6_e2m3:
+    case mx_format::mxfp6_e3m2: return 6;
+    case mx_format::mxfp4_e2m1: return 4;
+  }
+  return 0;
 }
 
+// A format value outside the enumeration is bad_argument.
 template <class Src>
-[[nodiscard]] inline status mx_quantize(mx_format f, const Src* src, std::size_t n, std::uint8_t* elements,
-                                        std::uint8_t* scales, const mx_options& o = {}) noexcept {
-  return detail::mx_visit(f, [&](auto tag) { return mx_quantize<decltype(tag)>(src, n, elements, scales, o); });
+[[nodiscard]] inline status mx_quantize(mx_format f, const Src* src, std::size_t n, const mx_options& o,
+                                        std::uint8_t* elements, std::uint8_t* scales) noexcept {
+  return detail::mx_visit(f, [&](auto tag) { return mx_quantize<decltype(tag)>(src, n, o, elements, scales); });
 }
 template <class Dst>
 [[nodiscard]] inline status mx_dequantize(mx_format f, const std::uint8_t* elements, const std::uint8_t* scales,
-                                          std::size_t n, Dst* dst,
-                                          std::size_t block_size = mx_default_block_size) noexcept {
-  return detail::mx_visit(f,
-                          [&](auto tag) { return mx_dequantize<decltype(tag)>(elements, scales, n, dst, block_size); });
+                                          std::size_t n, const mx_options& o, Dst* dst) noexcept {
+  return detail::mx_visit(f, [&](auto tag) { return mx_dequantize<decltype(tag)>(elements, scales, n, o, dst); });
+}
+template <class Src>
+[[nodiscard]] inline status mx_quantize_matrix(mx_format f, const Src* src, std::size_t rows, std::size_t cols,
+                                               const mx_options& o, std::uint8_t* elements,
+                                               std::uint8_t* scales) noexcept {
+  return detail::mx_visit(
+      f, [&](auto tag) { return mx_quantize_matrix<decltype(tag)>(src, rows, cols, o, elements, scales); });
+}
+template <class Dst>
+[[nodiscard]] inline status mx_dequantize_matrix(mx_format f, const std::uint8_t* elements,
+                                                 const std::uint8_t* scales, std::size_t rows, std::size_t cols,
+                                                 const mx_options& o, Dst* dst) noexcept {
+  return detail::mx_visit(
+      f, [&](auto tag) { return mx_dequantize_matrix<decltype(tag)>(elements, scales, rows, cols, o, dst); });
+}
+inline result<storage> mx_storage_for(mx_format f, std::size_t rows, std::size_t cols,
+                                      const mx_options& o = {}) noexcept {
+  return detail::mx_visit(f, [&](auto tag) { return mx_storage_for<decltype(tag)>(rows, cols, o); });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Container overloads (docs/api.md section 8): the counts come from the spans, which must hold
+// exactly what the call reads and writes (size_mismatch otherwise, after the options and shape
+// checks). The flat calls take n from the values (src or dst); the matrix calls check
+// rows * cols against it.
+
+namespace detail {
+
+// The options and shape checks, then the spans' sizes against the shape.
+template <class Fmt, class Value>
+inline status mx_check_spans(std::size_t rows, std::size_t cols, const mx_options& o, std::size_t values,
+                             std::size_t elements, std::size_t scales) noexcept {
+  std::size_t n = 0;
+  const status st = mx_check_shape<Fmt, Value>(rows, cols, o, &n);
+  if (!st) return st;
+  if (values != n || elements != packed_bytes(n, Fmt::element_bits) || scales != n / o.block_size)
+    return errc::size_mismatch;
+  return errc::ok;
+}
+
+template <class Fmt, class Src>
+inline status mx_quantize_span(span<const Src> src, std::size_t rows, std::size_t cols, const mx_options& o,
+                               span<std::uint8_t> elements, span<std::uint8_t> scales) noexcept {
+  const status st = mx_check_spans<Fmt, Src>(rows, cols, o, src.size(), elements.size(), scales.size());
+  if (!st) return st;
+  return mx_quantize_impl<Fmt>(src.data(), rows, cols, elements.data(), scales.data(), o);
+}
+
+template <class Fmt, class Dst>
+inline status mx_dequantize_span(span<const std::uint8_t> elements, span<const std::uint8_t> scales,
+                                 std::size_t rows, std::size_t cols, const mx_options& o, span<Dst> dst) noexcept {
+  const status st = mx_check_spans<Fmt, Dst>(rows, cols, o, dst.size(), elements.size(), scales.size());
+  if (!st) return st;
+  return mx_dequantize_impl<Fmt>(elements.data(), scales.data(), rows, cols, dst.data(), o);
+}
+
+}  // namespace detail
+
+template <class Fmt>
+[[nodiscard]] inline status mx_quantize(span<const float> src, const mx_options& o, span<std::uint8_t> elements,
+                                        span<std::uint8_t> scales) noexcept {
+  return detail::mx_quantize_span<Fmt>(src, 1, src.size(), o, elements, scales);
+}
+template <class Fmt>
+[[nodiscard]] inline status mx_quantize(span<const bfloat16> src, const mx_options& o, span<std::uint8_t> elements,
+                                        span<std::uint8_t> scales) noexcept {
+  return detail::mx_quantize_span<Fmt>(src, 1, src.size(), o, elements, scales);
+}
+template <class Fmt>
+[[nodiscard]] inline status mx_dequantize(span<const std::uint8_t> elements, span<const std::uint8_t> scales,
+                                          const mx_options& o, span<float> dst) noexcept {
+  return detail::mx_dequantize_span<Fmt>(elements, scales, 1, dst.size(), o, dst);
+}
+template <class Fmt>
+[[nodiscard]] inline status mx_dequantize(span<const std::uint8_t> elements, span<const std::uint8_t> scales,
+                                          const mx_options& o, span<bfloat16> dst) noexcept {
+  return detail::mx_dequantize_span<Fmt>(elements, scales, 1, dst.size(), o, dst);
+}
+template <class Fmt>
+[[nodiscard]] inline status mx_quantize_matrix(span<const float> src, std::size_t rows, std::size_t cols,
+                                               const mx_options& o, span<std::uint8_t> elements,
+                                               span<std::uint8_t> scales) noexcept {
+  return detail::mx_quantize_span<Fmt>(src, rows, cols, o, elements, scales);
+}
+template <class Fmt>
+[[nodiscard]] inline status mx_quantize_matrix(span<const bfloat16> src, std::size_t rows, std::size_t cols,
+                                               const mx_options& o, span<std::uint8_t> elements,
+                                               span<std::uint8_t> scales) noexcept {
+  return detail::mx_quantize_span<Fmt>(src, rows, cols, o, elements, scales);
+}
+template <class Fmt>
+[[nodiscard]] inline status mx_dequantize_matrix(span<const std::uint8_t> elements, span<const std::uint8_t> scales,
+                                                 std::size_t rows, std::size_t cols, const mx_options& o,
+                                                 span<float> dst) noexcept {
+  return detail::mx_dequantize_span<Fmt>(elements, scales, rows, cols, o, dst);
+}
+template <class Fmt>
+[[nodiscard]] inline status mx_dequantize_matrix(span<const std::uint8_t> elements, span<const std::uint8_t> scales,
+                                                 std::size_t rows, std::size_t cols, const mx_options& o,
+                                                 span<bfloat16> dst) noexcept {
+  return detail::mx_dequantize_span<Fmt>(elements, scales, rows, cols, o, dst);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -643,43 +758,61 @@ struct ggml_block_mxfp4 {
 };
 static_assert(sizeof(ggml_block_mxfp4) == 17, "ggml block_mxfp4 is 17 bytes");
 
-// n must be a multiple of 32. Writes n / 32 blocks. Returns non_finite_input (after writing
-// everything) if a NaN scale was copied, since ggml will not read it as NaN.
+// n must be a multiple of 32 (bad_block_size). Writes n / 32 blocks. Returns non_finite_input
+// (after writing everything) if a NaN scale was copied, since ggml will not read it as NaN.
 [[nodiscard]] inline status mxfp4_to_ggml(const std::uint8_t* elements, const std::uint8_t* scales, std::size_t n,
-                                          ggml_block_mxfp4* out) noexcept {
+                                          ggml_block_mxfp4* blocks) noexcept {
   if (n % 32 != 0) return errc::bad_block_size;
   if (n == 0) return errc::ok;
   const status st = detail::check_buffers({detail::buffer_of(elements, n / 2), detail::buffer_of(scales, n / 32)},
-                                          {detail::buffer_of(out, n / 32)});
+                                          {detail::buffer_of(blocks, n / 32)});
   if (!st) return st;
   bool nan = false;
   for (std::size_t b = 0; b < n / 32; ++b) {
     std::uint8_t codes[32];
     unpack_nibbles(elements + 16 * b, codes, 32);
-    out[b].e = scales[b];
+    blocks[b].e = scales[b];
     nan = nan || scales[b] == mx_nan_scale;
-    for (std::size_t j = 0; j < 16; ++j) out[b].qs[j] = static_cast<std::uint8_t>(codes[j] | codes[j + 16] << 4);
+    for (std::size_t j = 0; j < 16; ++j) blocks[b].qs[j] = static_cast<std::uint8_t>(codes[j] | codes[j + 16] << 4);
   }
   return nan ? errc::non_finite_input : errc::ok;
 }
 
-[[nodiscard]] inline status mxfp4_from_ggml(const ggml_block_mxfp4* in, std::size_t n, std::uint8_t* elements,
+// n must be a multiple of 32 (bad_block_size). Reads n / 32 blocks.
+[[nodiscard]] inline status mxfp4_from_ggml(const ggml_block_mxfp4* blocks, std::size_t n, std::uint8_t* elements,
                                             std::uint8_t* scales) noexcept {
   if (n % 32 != 0) return errc::bad_block_size;
   if (n == 0) return errc::ok;
-  const status st = detail::check_buffers({detail::buffer_of(in, n / 32)},
+  const status st = detail::check_buffers({detail::buffer_of(blocks, n / 32)},
                                           {detail::buffer_of(elements, n / 2), detail::buffer_of(scales, n / 32)});
   if (!st) return st;
   for (std::size_t b = 0; b < n / 32; ++b) {
     std::uint8_t codes[32];
     for (std::size_t j = 0; j < 16; ++j) {
-      codes[j] = static_cast<std::uint8_t>(in[b].qs[j] & 0x0Fu);
-      codes[j + 16] = static_cast<std::uint8_t>(in[b].qs[j] >> 4);
+      codes[j] = static_cast<std::uint8_t>(blocks[b].qs[j] & 0x0Fu);
+      codes[j + 16] = static_cast<std::uint8_t>(blocks[b].qs[j] >> 4);
     }
-    scales[b] = in[b].e;
+    scales[b] = blocks[b].e;
     pack_nibbles(codes, elements + 16 * b, 32);
   }
   return errc::ok;
+}
+
+// Container overloads: n = 32 * blocks.size(); elements must hold n / 2 bytes and scales n / 32
+// (size_mismatch otherwise).
+[[nodiscard]] inline status mxfp4_to_ggml(span<const std::uint8_t> elements, span<const std::uint8_t> scales,
+                                          span<ggml_block_mxfp4> blocks) noexcept {
+  const std::size_t b = blocks.size();
+  if (b > static_cast<std::size_t>(-1) / 32) return errc::bad_argument;
+  if (elements.size() != 16 * b || scales.size() != b) return errc::size_mismatch;
+  return mxfp4_to_ggml(elements.data(), scales.data(), 32 * b, blocks.data());
+}
+[[nodiscard]] inline status mxfp4_from_ggml(span<const ggml_block_mxfp4> blocks, span<std::uint8_t> elements,
+                                            span<std::uint8_t> scales) noexcept {
+  const std::size_t b = blocks.size();
+  if (b > static_cast<std::size_t>(-1) / 32) return errc::bad_argument;
+  if (elements.size() != 16 * b || scales.size() != b) return errc::size_mismatch;
+  return mxfp4_from_ggml(blocks.data(), 32 * b, elements.data(), scales.data());
 }
 
 }  // namespace lowbit

@@ -7,14 +7,15 @@
 //   q_i      = E2M1(x_i / D_b)                             nearest-even, saturating at +-6
 //   x_i     ~= q_i * D_b
 //
-// Single-level mode is t = 1 (nvfp4_single_level): scale_b = E4M3(amax(block) / 6). That is the
+// Single-level mode is t = 1 (the default nvfp4_options): scale_b = E4M3(amax(block) / 6). That is the
 // lesson's toy example and what ggml's quantizer does.
 //
 // The tensor scale is stored either as the divisor t (ModelOpt weight_scale_2 / input_scale,
 // torchao per_tensor_scale) or as its reciprocal multiplier g = 1 / t = 2688 / amax
 // (compressed-tensors weight_global_scale / input_global_scale). The two hold the same
-// information, and reading one as the other is a known interop bug, so every function takes an
-// nvfp4_tensor_scale that names its convention. Each convention is computed with its producer's
+// information, and reading one as the other is a known interop bug, so nvfp4_options holds the
+// tensor scale together with the convention it is stored in, and the same options object goes to
+// the quantizer and the dequantizer. Each convention is computed with its producer's
 // float32 arithmetic, which is the definition the SIMD kernels must match bit for bit:
 //
 //   divisor    (ModelOpt)           target = block_amax / (6 * t)     D = scale_b * t
@@ -76,15 +77,14 @@ enum class nvfp4_scale_convention : std::uint8_t {
   multiplier  // g = 2688 / amax; x ~= q * scale_b / g (compressed-tensors global_scale)
 };
 
-struct nvfp4_tensor_scale {
-  float value = 1.0f;
-  nvfp4_scale_convention convention = nvfp4_scale_convention::divisor;
-};
-
-// t = 1: one E4M3 scale per block and nothing else.
-inline constexpr nvfp4_tensor_scale nvfp4_single_level{};
-
+// Everything a quantizer and its dequantizer share; pass the same object to both. The defaults
+// are single level (tensor scale 1) with NVIDIA's roundings.
 struct nvfp4_options {
+  // The tensor scale, in tensor_scale_convention: t (divisor) or g = 1 / t (multiplier). 1 is
+  // single level. Must lie in [2^-119, 2^119] (nvfp4_valid_tensor_scale); compute it from the
+  // data with nvfp4_compute_tensor_scale.
+  float tensor_scale = 1.0f;
+  nvfp4_scale_convention tensor_scale_convention = nvfp4_scale_convention::divisor;
   // Any mode but rounding::stochastic, for the E2M1 elements and for the E4M3 block scale.
   rounding element_rounding = rounding::nearest_even;
   rounding scale_rounding = rounding::nearest_even;
@@ -96,7 +96,8 @@ struct nvfp4_options {
 };
 
 namespace nvfp4_presets {
-// ModelOpt, torchao and compressed-tensors: ties to even for both.
+// ModelOpt, torchao and compressed-tensors: ties to even for both (set the tensor scale and its
+// convention from the checkpoint, or compute it).
 constexpr nvfp4_options nvidia() noexcept { return nvfp4_options{}; }
 // ggml quantize_row_nvfp4_ref (single level): the UE4M3 scale rounds half up (ties away for a
 // positive value) and the element search keeps the first best, so ties go to the smaller
@@ -112,31 +113,23 @@ constexpr nvfp4_options ggml() noexcept {
 }  // namespace nvfp4_presets
 
 // ---------------------------------------------------------------------------------------------
-// Byte accounting.
-
-constexpr std::size_t nvfp4_element_bytes(std::size_t n) noexcept { return packed_bytes(n, 4); }
-constexpr std::size_t nvfp4_scale_bytes(std::size_t n) noexcept { return n / nvfp4_block_size; }
-// Elements and block scales; the tensor scale adds sizeof(float) per tensor.
-constexpr std::size_t nvfp4_storage_bytes(std::size_t n) noexcept {
-  return nvfp4_element_bytes(n) + nvfp4_scale_bytes(n);
-}
-constexpr double nvfp4_bits_per_element() noexcept { return 4.0 + 8.0 / static_cast<double>(nvfp4_block_size); }
-
-// ---------------------------------------------------------------------------------------------
 // The tensor scale.
 
 // Whether t can be used: a float in [2^-119, 2^119] (NaN, Inf, zero and negatives are not).
-constexpr bool nvfp4_valid_tensor_scale(nvfp4_tensor_scale t) noexcept {
-  return t.value >= nvfp4_min_tensor_scale && t.value <= nvfp4_max_tensor_scale;
+constexpr bool nvfp4_valid_tensor_scale(float t) noexcept {
+  return t >= nvfp4_min_tensor_scale && t <= nvfp4_max_tensor_scale;
 }
 
-// The tensor scale for a tensor whose largest finite magnitude is amax, in convention c:
-// amax / 2688 or 2688 / amax (one float32 division), 1 when amax is 0, clamped into
-// [2^-119, 2^119]. NaN or Inf amax: errc::non_finite_input.
-[[nodiscard]] inline result<nvfp4_tensor_scale> nvfp4_tensor_scale_from_amax(float amax,
-                                                                             nvfp4_scale_convention c) noexcept {
-  result<nvfp4_tensor_scale> r;
-  r.value.convention = c;
+// The tensor scale for a tensor whose largest finite magnitude is amax, in
+// o.tensor_scale_convention: amax / 2688 or 2688 / amax (one float32 division), 1 when amax is
+// 0, clamped into [2^-119, 2^119]. Errors: bad_argument (a convention out of range), then
+// non_finite_input (NaN or Inf amax).
+[[nodiscard]] inline result<float> nvfp4_tensor_scale_from_amax(float amax, const nvfp4_options& o) noexcept {
+  result<float> r;
+  if (static_cast<unsigned>(o.tensor_scale_convention) > 1u) {
+    r.status = errc::bad_argument;
+    return r;
+  }
   const float a = std::fabs(amax);
   if (!(a <= std::numeric_limits<float>::max())) {
     r.status = errc::non_finite_input;
@@ -144,23 +137,27 @@ constexpr bool nvfp4_valid_tensor_scale(nvfp4_tensor_scale t) noexcept {
   }
   float v = 1.0f;
   if (a > 0.0f)
-    v = c == nvfp4_scale_convention::divisor ? a / nvfp4_tensor_scale_denominator : nvfp4_tensor_scale_denominator / a;
+    v = o.tensor_scale_convention == nvfp4_scale_convention::divisor ? a / nvfp4_tensor_scale_denominator
+                                                                     : nvfp4_tensor_scale_denominator / a;
   if (v < nvfp4_min_tensor_scale) v = nvfp4_min_tensor_scale;
   if (v > nvfp4_max_tensor_scale) v = nvfp4_max_tensor_scale;
-  r.value.value = v;
+  r.value = v;
   return r;
 }
 
-// The tensor scale of n values (float or bfloat16), from their largest finite magnitude;
-// non-finite values are skipped (their blocks become NaN blocks when quantized).
-// n == 0: errc::empty_input; null src: errc::bad_argument.
+// The tensor scale of n values (float or bfloat16), from their largest finite magnitude, in
+// o.tensor_scale_convention (the other fields of o are not read); non-finite values are skipped
+// (their blocks become NaN blocks when quantized). Errors, in order: bad_argument (a convention
+// out of range), empty_input (n = 0), bad_argument (null src), misaligned.
+//
+//   lowbit::nvfp4_options o;
+//   o.tensor_scale = lowbit::nvfp4_compute_tensor_scale(x, n, o).value;  // check .status first
 template <class Src>
-[[nodiscard]] inline result<nvfp4_tensor_scale> nvfp4_compute_tensor_scale(const Src* src, std::size_t n,
-                                                                           nvfp4_scale_convention c) noexcept {
+[[nodiscard]] inline result<float> nvfp4_compute_tensor_scale(const Src* src, std::size_t n,
+                                                              const nvfp4_options& o) noexcept {
   static_assert(std::is_same<Src, float>::value || std::is_same<Src, bfloat16>::value, "float or bfloat16 input");
-  result<nvfp4_tensor_scale> r;
-  r.value.convention = c;
-  if (static_cast<unsigned>(c) > 1u) {
+  result<float> r;
+  if (static_cast<unsigned>(o.tensor_scale_convention) > 1u) {
     r.status = errc::bad_argument;
   } else if (n == 0) {
     r.status = errc::empty_input;
@@ -168,60 +165,66 @@ template <class Src>
     r.status = detail::check_buffers({detail::buffer_of(src, n)}, {});
   }
   if (!r.ok()) return r;
-  return nvfp4_tensor_scale_from_amax(detail::mx_block_amax(src, n).amax, c);
+  return nvfp4_tensor_scale_from_amax(detail::mx_block_amax(src, n).amax, o);
+}
+[[nodiscard]] inline result<float> nvfp4_compute_tensor_scale(span<const float> src, const nvfp4_options& o) noexcept {
+  return nvfp4_compute_tensor_scale(src.data(), src.size(), o);
+}
+[[nodiscard]] inline result<float> nvfp4_compute_tensor_scale(span<const bfloat16> src,
+                                                              const nvfp4_options& o) noexcept {
+  return nvfp4_compute_tensor_scale(src.data(), src.size(), o);
 }
 
-// The same scale in the other convention: 1 / value, rounded to float (so converting twice need
-// not give back the same float), clamped into the valid range.
-[[nodiscard]] inline nvfp4_tensor_scale nvfp4_to_convention(nvfp4_tensor_scale t, nvfp4_scale_convention c) noexcept {
-  if (t.convention == c) return t;
-  float v = 1.0f / t.value;
+// o with its tensor scale stored in convention c: 1 / tensor_scale, rounded to float (so
+// converting twice need not give back the same float), clamped into the valid range.
+[[nodiscard]] inline nvfp4_options nvfp4_to_convention(const nvfp4_options& o, nvfp4_scale_convention c) noexcept {
+  if (o.tensor_scale_convention == c) return o;
+  nvfp4_options r = o;
+  float v = 1.0f / o.tensor_scale;
   if (v < nvfp4_min_tensor_scale) v = nvfp4_min_tensor_scale;
   if (v > nvfp4_max_tensor_scale) v = nvfp4_max_tensor_scale;
-  return nvfp4_tensor_scale{v, c};
+  r.tensor_scale = v;
+  r.tensor_scale_convention = c;
+  return r;
 }
 
 // ---------------------------------------------------------------------------------------------
-// The per-block reference.
+// The per-block reference. o must pass the bulk calls' options check (a valid tensor scale, no
+// stochastic rounding); these functions do not check it.
 
-// amax(block) / 6 / t, in the convention's float32 arithmetic (see the header comment).
-inline float nvfp4_block_scale_target(float block_amax, nvfp4_tensor_scale t) noexcept {
-  if (t.convention == nvfp4_scale_convention::divisor) return block_amax / (6.0f * t.value);
-  return (block_amax / 6.0f) * t.value;
-}
-
-// The E4M3 code of the block scale: the target rounded under rm and saturated at 448 (an
-// overflowing target is 448 too). NaN or Inf block_amax gives nvfp4_nan_scale.
-inline std::uint8_t nvfp4_block_scale(float block_amax, nvfp4_tensor_scale t,
-                                      rounding rm = rounding::nearest_even) noexcept {
+// The E4M3 code of the block scale: amax(block) / 6 / t, in the convention's float32 arithmetic
+// (see the header comment), rounded under o.scale_rounding and saturated at 448 (an overflowing
+// target is 448 too). NaN or Inf block_amax gives nvfp4_nan_scale.
+inline std::uint8_t nvfp4_block_scale(float block_amax, const nvfp4_options& o) noexcept {
   const float a = std::fabs(block_amax);
   if (!(a <= std::numeric_limits<float>::max())) return nvfp4_nan_scale;
+  const float target = o.tensor_scale_convention == nvfp4_scale_convention::divisor
+                           ? a / (6.0f * o.tensor_scale)
+                           : (a / 6.0f) * o.tensor_scale;
   policy p;
-  p.rm = rm;
+  p.rm = o.scale_rounding;
   p.ov = overflow::saturate;
-  return encode<float8_e4m3fn>(nvfp4_block_scale_target(a, t), p).bits();
+  return encode<float8_e4m3fn>(target, p).bits();
 }
 
 // D = scale_b * t (divisor) or scale_b / g (multiplier), one float32 operation. NaN for a NaN
 // scale code.
-inline float nvfp4_effective_scale(std::uint8_t scale_code, nvfp4_tensor_scale t) noexcept {
+inline float nvfp4_effective_scale(std::uint8_t scale_code, const nvfp4_options& o) noexcept {
   const float d = static_cast<float>(float8_e4m3fn::from_bits(scale_code));
-  return t.convention == nvfp4_scale_convention::divisor ? d * t.value : d / t.value;
+  return o.tensor_scale_convention == nvfp4_scale_convention::divisor ? d * o.tensor_scale : d / o.tensor_scale;
 }
 
 // Quantizes 16 values (float or bfloat16) into 8 bytes of packed E2M1 codes; returns the E4M3
-// block scale code. t must satisfy nvfp4_valid_tensor_scale and the roundings must not be
-// stochastic (the bulk functions check both).
+// block scale code.
 template <class Src>
-inline std::uint8_t nvfp4_quantize_block(const Src* x, std::uint8_t* elements, nvfp4_tensor_scale t,
-                                         const nvfp4_options& o = {}) noexcept {
+inline std::uint8_t nvfp4_quantize_block(const Src* x, const nvfp4_options& o, std::uint8_t* elements) noexcept {
   const detail::mx_amax_result a = detail::mx_block_amax(x, nvfp4_block_size);
   if (!a.finite) {
     for (std::size_t j = 0; j < nvfp4_block_size / 2; ++j) elements[j] = 0;
     return nvfp4_nan_scale;
   }
-  const std::uint8_t scale = nvfp4_block_scale(a.amax, t, o.scale_rounding);
-  const float d = nvfp4_effective_scale(scale, t);
+  const std::uint8_t scale = nvfp4_block_scale(a.amax, o);
+  const float d = nvfp4_effective_scale(scale, o);
   policy p;
   p.rm = o.element_rounding;
   p.ov = overflow::saturate;  // x / D beyond 6, Inf included, becomes +-6
@@ -237,11 +240,11 @@ inline std::uint8_t nvfp4_quantize_block(const Src* x, std::uint8_t* elements, n
 }
 
 // Decodes 16 values: out[i] = E2M1(code_i) * D in float32, then (bfloat16 output) rounded once
-// to nearest even.
+// to nearest even. Only the tensor scale and its convention are read from o.
 template <class Dst>
-inline void nvfp4_dequantize_block(const std::uint8_t* elements, std::uint8_t scale, nvfp4_tensor_scale t,
+inline void nvfp4_dequantize_block(const std::uint8_t* elements, std::uint8_t scale, const nvfp4_options& o,
                                    Dst* out) noexcept {
-  const float d = nvfp4_effective_scale(scale, t);
+  const float d = nvfp4_effective_scale(scale, o);
   std::uint8_t codes[nvfp4_block_size];
   unpack_nibbles(elements, codes, nvfp4_block_size);
   for (std::size_t i = 0; i < nvfp4_block_size; ++i)
@@ -251,7 +254,8 @@ inline void nvfp4_dequantize_block(const std::uint8_t* elements, std::uint8_t sc
 // ---------------------------------------------------------------------------------------------
 // Bulk conversion: flat arrays and row-major matrices [rows, cols] blocked along cols. The checks
 // of docs/api.md, in its order; every one of them is made before anything is written:
-//   options  bad_argument (an invalid tensor scale, a rounding out of range or stochastic)
+//   options  bad_argument (a tensor scale outside [2^-119, 2^119], a convention or rounding out
+//            of range, a stochastic rounding)
 //   shape    bad_block_size (n, or cols, not a multiple of 16), bad_argument (a size that
 //            overflows size_t)
 //   empty    n = 0 (rows or cols 0) is ok and writes nothing; its pointers may be null
@@ -263,9 +267,9 @@ namespace detail {
 
 // The options, shape and empty checks; *n receives rows * cols. ok with *n = 0: write nothing.
 template <class Value>
-constexpr status nvfp4_check_shape(std::size_t rows, std::size_t cols, nvfp4_tensor_scale t, const nvfp4_options& o,
+constexpr status nvfp4_check_shape(std::size_t rows, std::size_t cols, const nvfp4_options& o,
                                    std::size_t* n) noexcept {
-  if (!nvfp4_valid_tensor_scale(t) || static_cast<unsigned>(t.convention) > 1u ||
+  if (!nvfp4_valid_tensor_scale(o.tensor_scale) || static_cast<unsigned>(o.tensor_scale_convention) > 1u ||
       !mx_valid_rounding(o.element_rounding) || !mx_valid_rounding(o.scale_rounding))
     return errc::bad_argument;
   if (cols % nvfp4_block_size != 0) return errc::bad_block_size;
@@ -283,12 +287,11 @@ inline status nvfp4_check_buffers(const Value* values, bool values_written, cons
   return values_written ? check_buffers({e, s}, {v}) : check_buffers({v}, {e, s});
 }
 
-// The tensor scale and options as the AVX2 kernels take them.
-constexpr kernels::block::nvfp4_kernel_options nvfp4_kernel_options_of(nvfp4_tensor_scale t,
-                                                                      const nvfp4_options& o) noexcept {
+// The options as the AVX2 kernels take them.
+constexpr kernels::block::nvfp4_kernel_options nvfp4_kernel_options_of(const nvfp4_options& o) noexcept {
   kernels::block::nvfp4_kernel_options k;
-  k.tensor_scale = t.value;
-  k.multiplier = t.convention == nvfp4_scale_convention::multiplier;
+  k.tensor_scale = o.tensor_scale;
+  k.multiplier = o.tensor_scale_convention == nvfp4_scale_convention::multiplier;
   k.element_rounding = o.element_rounding;
   k.scale_rounding = o.scale_rounding;
   k.signed_zero = o.signed_zero;
@@ -296,11 +299,11 @@ constexpr kernels::block::nvfp4_kernel_options nvfp4_kernel_options_of(nvfp4_ten
 }
 
 template <class Src>
-inline status nvfp4_quantize_impl(const Src* src, std::size_t rows, std::size_t cols, std::uint8_t* elements,
-                                  std::uint8_t* scales, nvfp4_tensor_scale t, const nvfp4_options& o) noexcept {
+inline status nvfp4_quantize_impl(const Src* src, std::size_t rows, std::size_t cols, const nvfp4_options& o,
+                                  std::uint8_t* elements, std::uint8_t* scales) noexcept {
   static_assert(std::is_same<Src, float>::value || std::is_same<Src, bfloat16>::value, "float or bfloat16 input");
   std::size_t n = 0;
-  status st = nvfp4_check_shape<Src>(rows, cols, t, o, &n);
+  status st = nvfp4_check_shape<Src>(rows, cols, o, &n);
   if (!st || n == 0) return st;
   st = nvfp4_check_buffers(src, false, elements, scales, n);
   if (!st) return st;
@@ -311,13 +314,13 @@ inline status nvfp4_quantize_impl(const Src* src, std::size_t rows, std::size_t 
   // The AVX2 kernel (kernels/avx2_block.hpp) performs the same float32 operations and writes the
   // same bytes as the loop below.
   if (use_avx2()) {
-    const bool nan_block = kernels::block::avx2::nvfp4_quantize(src, n, elements, scales, nvfp4_kernel_options_of(t, o));
+    const bool nan_block = kernels::block::avx2::nvfp4_quantize(src, n, elements, scales, nvfp4_kernel_options_of(o));
     return nan_block && o.non_finite_is_error ? status{errc::non_finite_input} : status{errc::ok};
   }
 #endif
   bool non_finite = false;
   for (std::size_t b = 0; b < n / nvfp4_block_size; ++b) {
-    scales[b] = nvfp4_quantize_block(src + b * nvfp4_block_size, elements + b * (nvfp4_block_size / 2), t, o);
+    scales[b] = nvfp4_quantize_block(src + b * nvfp4_block_size, o, elements + b * (nvfp4_block_size / 2));
     non_finite = non_finite || scales[b] == nvfp4_nan_scale;
   }
   if (non_finite && o.non_finite_is_error) return errc::non_finite_input;
@@ -326,55 +329,140 @@ inline status nvfp4_quantize_impl(const Src* src, std::size_t rows, std::size_t 
 
 template <class Dst>
 inline status nvfp4_dequantize_impl(const std::uint8_t* elements, const std::uint8_t* scales, std::size_t rows,
-                                    std::size_t cols, Dst* dst, nvfp4_tensor_scale t) noexcept {
+                                    std::size_t cols, const nvfp4_options& o, Dst* dst) noexcept {
   static_assert(std::is_same<Dst, float>::value || std::is_same<Dst, bfloat16>::value, "float or bfloat16 output");
   std::size_t n = 0;
-  status st = nvfp4_check_shape<Dst>(rows, cols, t, nvfp4_options{}, &n);
+  status st = nvfp4_check_shape<Dst>(rows, cols, o, &n);
   if (!st || n == 0) return st;
   st = nvfp4_check_buffers(dst, true, elements, scales, n);
   if (!st) return st;
   const kernels::ieee_scope env;  // see nvfp4_quantize_impl
 #if LOWBIT_HAS_AVX2_KERNELS
   if (use_avx2()) {
-    kernels::block::avx2::nvfp4_dequantize(elements, scales, n, dst, nvfp4_kernel_options_of(t, nvfp4_options{}));
+    kernels::block::avx2::nvfp4_dequantize(elements, scales, n, dst, nvfp4_kernel_options_of(o));
     return errc::ok;
   }
 #endif
   for (std::size_t b = 0; b < n / nvfp4_block_size; ++b)
-    nvfp4_dequantize_block(elements + b * (nvfp4_block_size / 2), scales[b], t, dst + b * nvfp4_block_size);
+    nvfp4_dequantize_block(elements + b * (nvfp4_block_size / 2), scales[b], o, dst + b * nvfp4_block_size);
   return errc::ok;
+}
+
+// The options and shape checks, then the spans' sizes against the shape.
+template <class Value>
+inline status nvfp4_check_spans(std::size_t rows, std::size_t cols, const nvfp4_options& o, std::size_t values,
+                                std::size_t elements, std::size_t scales) noexcept {
+  std::size_t n = 0;
+  const status st = nvfp4_check_shape<Value>(rows, cols, o, &n);
+  if (!st) return st;
+  if (values != n || elements != packed_bytes(n, 4) || scales != n / nvfp4_block_size) return errc::size_mismatch;
+  return errc::ok;
+}
+
+template <class Src>
+inline status nvfp4_quantize_span(span<const Src> src, std::size_t rows, std::size_t cols, const nvfp4_options& o,
+                                  span<std::uint8_t> elements, span<std::uint8_t> scales) noexcept {
+  const status st = nvfp4_check_spans<Src>(rows, cols, o, src.size(), elements.size(), scales.size());
+  if (!st) return st;
+  return nvfp4_quantize_impl(src.data(), rows, cols, o, elements.data(), scales.data());
+}
+
+template <class Dst>
+inline status nvfp4_dequantize_span(span<const std::uint8_t> elements, span<const std::uint8_t> scales,
+                                    std::size_t rows, std::size_t cols, const nvfp4_options& o,
+                                    span<Dst> dst) noexcept {
+  const status st = nvfp4_check_spans<Dst>(rows, cols, o, dst.size(), elements.size(), scales.size());
+  if (!st) return st;
+  return nvfp4_dequantize_impl(elements.data(), scales.data(), rows, cols, o, dst.data());
 }
 
 }  // namespace detail
 
-// Quantizes n values into n / 2 element bytes and n / 16 scale codes, with tensor scale t
-// (nvfp4_single_level, or one from nvfp4_compute_tensor_scale).
+// Quantizes n values (float or bfloat16) into n / 2 element bytes and n / 16 scale codes.
 template <class Src>
-[[nodiscard]] inline status nvfp4_quantize(const Src* src, std::size_t n, std::uint8_t* elements,
-                                           std::uint8_t* scales, nvfp4_tensor_scale t,
-                                           const nvfp4_options& o = {}) noexcept {
-  return detail::nvfp4_quantize_impl(src, 1, n, elements, scales, t, o);
+[[nodiscard]] inline status nvfp4_quantize(const Src* src, std::size_t n, const nvfp4_options& o,
+                                           std::uint8_t* elements, std::uint8_t* scales) noexcept {
+  return detail::nvfp4_quantize_impl(src, 1, n, o, elements, scales);
 }
 
+// Decodes n values; o must hold the tensor scale and convention the data was quantized with.
 template <class Dst>
 [[nodiscard]] inline status nvfp4_dequantize(const std::uint8_t* elements, const std::uint8_t* scales, std::size_t n,
-                                             Dst* dst, nvfp4_tensor_scale t) noexcept {
-  return detail::nvfp4_dequantize_impl(elements, scales, 1, n, dst, t);
+                                             const nvfp4_options& o, Dst* dst) noexcept {
+  return detail::nvfp4_dequantize_impl(elements, scales, 1, n, o, dst);
 }
 
 // Row r's elements start at byte r * cols / 2, its scales at r * cols / 16.
 template <class Src>
 [[nodiscard]] inline status nvfp4_quantize_matrix(const Src* src, std::size_t rows, std::size_t cols,
-                                                  std::uint8_t* elements, std::uint8_t* scales, nvfp4_tensor_scale t,
-                                                  const nvfp4_options& o = {}) noexcept {
-  return detail::nvfp4_quantize_impl(src, rows, cols, elements, scales, t, o);
+                                                  const nvfp4_options& o, std::uint8_t* elements,
+                                                  std::uint8_t* scales) noexcept {
+  return detail::nvfp4_quantize_impl(src, rows, cols, o, elements, scales);
 }
 
 template <class Dst>
 [[nodiscard]] inline status nvfp4_dequantize_matrix(const std::uint8_t* elements, const std::uint8_t* scales,
-                                                    std::size_t rows, std::size_t cols, Dst* dst,
-                                                    nvfp4_tensor_scale t) noexcept {
-  return detail::nvfp4_dequantize_impl(elements, scales, rows, cols, dst, t);
+                                                    std::size_t rows, std::size_t cols, const nvfp4_options& o,
+                                                    Dst* dst) noexcept {
+  return detail::nvfp4_dequantize_impl(elements, scales, rows, cols, o, dst);
+}
+
+// Container overloads (docs/api.md section 8): the counts come from the spans, which must hold
+// exactly what the call reads and writes (size_mismatch otherwise, after the options and shape
+// checks).
+[[nodiscard]] inline status nvfp4_quantize(span<const float> src, const nvfp4_options& o,
+                                           span<std::uint8_t> elements, span<std::uint8_t> scales) noexcept {
+  return detail::nvfp4_quantize_span(src, 1, src.size(), o, elements, scales);
+}
+[[nodiscard]] inline status nvfp4_quantize(span<const bfloat16> src, const nvfp4_options& o,
+                                           span<std::uint8_t> elements, span<std::uint8_t> scales) noexcept {
+  return detail::nvfp4_quantize_span(src, 1, src.size(), o, elements, scales);
+}
+[[nodiscard]] inline status nvfp4_dequantize(span<const std::uint8_t> elements, span<const std::uint8_t> scales,
+                                             const nvfp4_options& o, span<float> dst) noexcept {
+  return detail::nvfp4_dequantize_span(elements, scales, 1, dst.size(), o, dst);
+}
+[[nodiscard]] inline status nvfp4_dequantize(span<const std::uint8_t> elements, span<const std::uint8_t> scales,
+                                             const nvfp4_options& o, span<bfloat16> dst) noexcept {
+  return detail::nvfp4_dequantize_span(elements, scales, 1, dst.size(), o, dst);
+}
+[[nodiscard]] inline status nvfp4_quantize_matrix(span<const float> src, std::size_t rows, std::size_t cols,
+                                                  const nvfp4_options& o, span<std::uint8_t> elements,
+                                                  span<std::uint8_t> scales) noexcept {
+  return detail::nvfp4_quantize_span(src, rows, cols, o, elements, scales);
+}
+[[nodiscard]] inline status nvfp4_quantize_matrix(span<const bfloat16> src, std::size_t rows, std::size_t cols,
+                                                  const nvfp4_options& o, span<std::uint8_t> elements,
+                                                  span<std::uint8_t> scales) noexcept {
+  return detail::nvfp4_quantize_span(src, rows, cols, o, elements, scales);
+}
+[[nodiscard]] inline status nvfp4_dequantize_matrix(span<const std::uint8_t> elements,
+                                                    span<const std::uint8_t> scales, std::size_t rows,
+                                                    std::size_t cols, const nvfp4_options& o,
+                                                    span<float> dst) noexcept {
+  return detail::nvfp4_dequantize_span(elements, scales, rows, cols, o, dst);
+}
+[[nodiscard]] inline status nvfp4_dequantize_matrix(span<const std::uint8_t> elements,
+                                                    span<const std::uint8_t> scales, std::size_t rows,
+                                                    std::size_t cols, const nvfp4_options& o,
+                                                    span<bfloat16> dst) noexcept {
+  return detail::nvfp4_dequantize_span(elements, scales, rows, cols, o, dst);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Byte accounting: what a checkpoint stores for a [rows, cols] tensor: n / 2 element bytes,
+// n / 16 E4M3 scales plus the 4-byte FP32 tensor scale (in scale_bytes). Errors: bad_block_size
+// (cols not a multiple of 16), bad_argument (rows * cols overflows). bits_per_weight() tends to
+// 4.5 for large tensors.
+[[nodiscard]] inline result<storage> nvfp4_storage_for(std::size_t rows, std::size_t cols) noexcept {
+  result<storage> r;
+  std::size_t n = 0;
+  r.status = detail::nvfp4_check_shape<std::uint8_t>(rows, cols, nvfp4_options{}, &n);
+  if (!r.ok()) return r;
+  r.value.elements = n;
+  r.value.payload_bytes = packed_bytes(n, 4);
+  r.value.scale_bytes = n / nvfp4_block_size + sizeof(float);
+  return r;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -382,7 +470,7 @@ template <class Dst>
 // d[4], one UE4M3 scale per sub-block, then qs[32]. In sub-block s, byte qs[8 s + j] holds
 // element j in its low nibble and element j + 8 in its high nibble. The nibbles are E2M1 codes
 // and d is the E4M3 code with the sign bit clear (ggml's table is E2M1 times 2, read with half
-// the scale, so the values agree). ggml is single level: pass nvfp4_single_level, or fold a
+// the scale, so the values agree). ggml is single level: use tensor scale 1 (the default options), or fold a
 // tensor scale into the blocks before converting. ggml reads 0x7F as 0 and has no NaN.
 
 struct ggml_block_nvfp4 {
@@ -394,11 +482,11 @@ static_assert(sizeof(ggml_block_nvfp4) == 36, "ggml block_nvfp4 is 36 bytes");
 // n must be a multiple of 64. NaN scales are written as 0x7F (which ggml reads as a zero block)
 // and the call then returns non_finite_input, after writing every block.
 [[nodiscard]] inline status nvfp4_to_ggml(const std::uint8_t* elements, const std::uint8_t* scales, std::size_t n,
-                                          ggml_block_nvfp4* out) noexcept {
+                                          ggml_block_nvfp4* blocks) noexcept {
   if (n % 64 != 0) return errc::bad_block_size;
   if (n == 0) return errc::ok;
   const status st = detail::check_buffers({detail::buffer_of(elements, n / 2), detail::buffer_of(scales, n / 16)},
-                                          {detail::buffer_of(out, n / 64)});
+                                          {detail::buffer_of(blocks, n / 64)});
   if (!st) return st;
   bool nan = false;
   for (std::size_t b = 0; b < n / 64; ++b) {
@@ -408,9 +496,9 @@ static_assert(sizeof(ggml_block_nvfp4) == 36, "ggml block_nvfp4 is 36 bytes");
       const std::uint8_t d = scales[4 * b + s];
       const bool is_nan = (d & 0x7Fu) == nvfp4_nan_scale;
       nan = nan || is_nan;
-      out[b].d[s] = is_nan ? nvfp4_nan_scale : d;
+      blocks[b].d[s] = is_nan ? nvfp4_nan_scale : d;
       for (std::size_t j = 0; j < 8; ++j)
-        out[b].qs[8 * s + j] = static_cast<std::uint8_t>(codes[16 * s + j] | codes[16 * s + j + 8] << 4);
+        blocks[b].qs[8 * s + j] = static_cast<std::uint8_t>(codes[16 * s + j] | codes[16 * s + j + 8] << 4);
     }
   }
   return nan ? errc::non_finite_input : errc::ok;
@@ -422,28 +510,45 @@ static_assert(sizeof(ggml_block_nvfp4) == 36, "ggml block_nvfp4 is 36 bytes");
 // 0x7F becomes 0x00, and 0xFF, which ggml reads as 1.875 * 2^8 = 480, has no E4M3FN code (0x7F is
 // NaN there): a block holding it is errc::scale_overflow; the ggml blocks before it are converted,
 // it and those after it are untouched.
-[[nodiscard]] inline status nvfp4_from_ggml(const ggml_block_nvfp4* in, std::size_t n, std::uint8_t* elements,
+[[nodiscard]] inline status nvfp4_from_ggml(const ggml_block_nvfp4* blocks, std::size_t n, std::uint8_t* elements,
                                             std::uint8_t* scales) noexcept {
   if (n % 64 != 0) return errc::bad_block_size;
   if (n == 0) return errc::ok;
-  const status st = detail::check_buffers({detail::buffer_of(in, n / 64)},
+  const status st = detail::check_buffers({detail::buffer_of(blocks, n / 64)},
                                           {detail::buffer_of(elements, n / 2), detail::buffer_of(scales, n / 16)});
   if (!st) return st;
   for (std::size_t b = 0; b < n / 64; ++b) {
     for (std::size_t s = 0; s < 4; ++s)
-      if (in[b].d[s] == 0xFFu) return errc::scale_overflow;
+      if (blocks[b].d[s] == 0xFFu) return errc::scale_overflow;
     std::uint8_t codes[64];
     for (std::size_t s = 0; s < 4; ++s) {
-      const std::uint8_t d = in[b].d[s];
+      const std::uint8_t d = blocks[b].d[s];
       scales[4 * b + s] = d == nvfp4_nan_scale ? std::uint8_t{0} : static_cast<std::uint8_t>(d & 0x7Fu);
       for (std::size_t j = 0; j < 8; ++j) {
-        codes[16 * s + j] = static_cast<std::uint8_t>(in[b].qs[8 * s + j] & 0x0Fu);
-        codes[16 * s + j + 8] = static_cast<std::uint8_t>(in[b].qs[8 * s + j] >> 4);
+        codes[16 * s + j] = static_cast<std::uint8_t>(blocks[b].qs[8 * s + j] & 0x0Fu);
+        codes[16 * s + j + 8] = static_cast<std::uint8_t>(blocks[b].qs[8 * s + j] >> 4);
       }
     }
     pack_nibbles(codes, elements + 32 * b, 64);
   }
   return errc::ok;
+}
+
+// Container overloads: n = 64 * blocks.size(); elements must hold n / 2 bytes and scales n / 16
+// (size_mismatch otherwise).
+[[nodiscard]] inline status nvfp4_to_ggml(span<const std::uint8_t> elements, span<const std::uint8_t> scales,
+                                          span<ggml_block_nvfp4> blocks) noexcept {
+  const std::size_t b = blocks.size();
+  if (b > static_cast<std::size_t>(-1) / 64) return errc::bad_argument;
+  if (elements.size() != 32 * b || scales.size() != 4 * b) return errc::size_mismatch;
+  return nvfp4_to_ggml(elements.data(), scales.data(), 64 * b, blocks.data());
+}
+[[nodiscard]] inline status nvfp4_from_ggml(span<const ggml_block_nvfp4> blocks, span<std::uint8_t> elements,
+                                            span<std::uint8_t> scales) noexcept {
+  const std::size_t b = blocks.size();
+  if (b > static_cast<std::size_t>(-1) / 64) return errc::bad_argument;
+  if (elements.size() != 32 * b || scales.size() != 4 * b) return errc::size_mismatch;
+  return nvfp4_from_ggml(blocks.data(), 64 * b, elements.data(), scales.data());
 }
 
 }  // namespace lowbit
