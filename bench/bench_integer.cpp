@@ -112,9 +112,9 @@ void dequant_bench(benchmark::State& state, std::size_t n, isa which, lowbit::in
   for (auto _ : state) {
     bool ok = false;
     if constexpr (Packed) {
-      ok = lowbit::dequantize_int_packed(codes.get(), rows, cols, p, scales.get(), zeros.get(), y.get()).ok();
+      ok = lowbit::dequantize_int_packed(codes.get(), scales.get(), zeros.get(), rows, cols, p, y.get()).ok();
     } else {
-      ok = lowbit::dequantize_int(codes.get(), rows, cols, p, scales.get(), zeros.get(), y.get()).ok();
+      ok = lowbit::dequantize_int(codes.get(), scales.get(), zeros.get(), rows, cols, p, y.get()).ok();
     }
     check(ok, state);
     benchmark::DoNotOptimize(y.get());
@@ -131,9 +131,9 @@ void ggml_quant_bench(benchmark::State& state, std::size_t n, isa which) {
   for (auto _ : state) {
     bool ok = false;
     if constexpr (Q4) {
-      ok = lowbit::ggml_quantize_q4_0(x.get(), n, y.data()).ok();
+      ok = lowbit::ggml_quantize_q4_0(x.get(), 1, n, y.data()).ok();
     } else {
-      ok = lowbit::ggml_quantize_q8_0(x.get(), n, y.data()).ok();
+      ok = lowbit::ggml_quantize_q8_0(x.get(), 1, n, y.data()).ok();
     }
     check(ok, state);
     benchmark::DoNotOptimize(y.data());
@@ -147,17 +147,17 @@ void ggml_dequant_bench(benchmark::State& state, std::size_t n, isa which) {
   auto x = make_input(n);
   std::vector<Block> b(n / 32);
   if constexpr (Q4) {
-    check(lowbit::ggml_quantize_q4_0(x.get(), n, b.data()).ok(), state);
+    check(lowbit::ggml_quantize_q4_0(x.get(), 1, n, b.data()).ok(), state);
   } else {
-    check(lowbit::ggml_quantize_q8_0(x.get(), n, b.data()).ok(), state);
+    check(lowbit::ggml_quantize_q8_0(x.get(), 1, n, b.data()).ok(), state);
   }
   auto y = make_buffer<float>(n);
   const lowbit::scoped_isa path(which);
   for (auto _ : state) {
     if constexpr (Q4) {
-      check(lowbit::ggml_dequantize_q4_0(b.data(), n, y.get()).ok(), state);
+      check(lowbit::ggml_dequantize_q4_0(b.data(), 1, n, y.get()).ok(), state);
     } else {
-      check(lowbit::ggml_dequantize_q8_0(b.data(), n, y.get()).ok(), state);
+      check(lowbit::ggml_dequantize_q8_0(b.data(), 1, n, y.get()).ok(), state);
     }
     benchmark::DoNotOptimize(y.get());
     benchmark::ClobberMemory();
@@ -165,9 +165,9 @@ void ggml_dequant_bench(benchmark::State& state, std::size_t n, isa which) {
   set_counters(state, n, n * 4 + b.size() * sizeof(Block));
 }
 
-const lowbit::int_kernels& table(isa which) {
+const lowbit::kernels::int_kernels& table(isa which) {
   const lowbit::scoped_isa path(which);
-  return lowbit::active_int_kernels();
+  return lowbit::kernels::active_int_kernels();
 }
 
 // INT8 symmetric restricted codec with the scale of sigma-1 data.
@@ -184,7 +184,7 @@ enum class table_op { range, quantize, dequantize, error };
 
 void table_bench(benchmark::State& state, std::size_t n, isa which, table_op op) {
   constexpr std::size_t group = 4096;
-  const lowbit::int_kernels& k = table(which);
+  const lowbit::kernels::int_kernels& k = table(which);  // internal: the per-group kernels alone
   const lowbit::int_group_codec c = int8_codec();
   auto x = make_input(n);
   auto codes = make_buffer<std::uint8_t>(n);

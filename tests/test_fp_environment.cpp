@@ -79,7 +79,7 @@ TEST(FpEnvironment, IntegerDequantizeWithSubnormalScale) {
   expect_same_everywhere([&] {
     std::vector<float> y(4);
     const int_params p = int_presets::int8_per_token();
-    EXPECT_TRUE(dequantize_int(codes.data(), 1, 4, p, scales.data(), nullptr, y.data()).ok());
+    EXPECT_TRUE(dequantize_int(codes.data(), scales.data(), nullptr, 1, 4, p, y.data()).ok());
     return bytes_of(y);
   });
 }
@@ -90,8 +90,8 @@ TEST(FpEnvironment, GgmlBlocksOfTinyValues) {
   expect_same_everywhere([&] {
     std::vector<ggml_block_q4_0> q4(1);
     std::vector<ggml_block_q8_0> q8(1);
-    EXPECT_TRUE(ggml_quantize_q4_0(x.data(), 32, q4.data()).ok());
-    EXPECT_TRUE(ggml_quantize_q8_0(x.data(), 32, q8.data()).ok());
+    EXPECT_TRUE(ggml_quantize_q4_0(x.data(), 1, 32, q4.data()).ok());
+    EXPECT_TRUE(ggml_quantize_q8_0(x.data(), 1, 32, q8.data()).ok());
     std::vector<std::uint8_t> out = bytes_of(q4);
     const auto b8 = bytes_of(q8);
     out.insert(out.end(), b8.begin(), b8.end());

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "support.hpp"
+
 namespace {
 
 using lowbit::errc;
@@ -25,6 +27,14 @@ using lowbit::int_range;
 using lowbit::int_scheme;
 using lowbit::rounding;
 using lowbit::scale_storage;
+
+// A null pointer the compiler cannot see through (a literal nullptr makes GCC warn about the
+// code behind the check that rejects it).
+template <class T>
+T* opaque_null() {
+  static T* volatile p = nullptr;
+  return p;
+}
 
 int_params params(int bits, int_scheme scheme, int_range range = int_range::restricted,
                   granularity g = granularity::per_tensor, std::size_t group = 0) {
@@ -60,7 +70,7 @@ run quantize_rows(const std::vector<float>& x, std::size_t rows, const int_param
   r.st = lowbit::quantize_int(x.data(), rows, cols, p, r.codes.data(), r.scales.data(), r.zeros.data());
   if (r.st.ok()) {
     const lowbit::status d =
-        lowbit::dequantize_int(r.codes.data(), rows, cols, p, r.scales.data(), r.zeros.data(), r.y.data());
+        lowbit::dequantize_int(r.codes.data(), r.scales.data(), r.zeros.data(), rows, cols, p, r.y.data());
     EXPECT_TRUE(d.ok()) << d.message();
   }
   return r;
@@ -292,13 +302,13 @@ TEST(ScaleStorage, CodesUseTheStoredScale) {
   ASSERT_TRUE(f32.st.ok());
   EXPECT_EQ(f32.scales[0], 1.0f / 7.0f);
   EXPECT_EQ(f32.codes[1], 11);
-  p.scale_format = scale_storage::float16;
+  p.scale_format = scale_storage::fp16;
   const run f16 = quantize_row(x, p);
   ASSERT_TRUE(f16.st.ok());
   EXPECT_EQ(f16.scales[0], 0.142822265625f);
   EXPECT_EQ(f16.codes[1], 12);
   EXPECT_EQ(f16.y[1], 4.0f * 0.142822265625f);
-  p.scale_format = scale_storage::bfloat16;
+  p.scale_format = scale_storage::bf16;
   const run bf = quantize_row(x, p);
   ASSERT_TRUE(bf.st.ok());
   EXPECT_EQ(bf.scales[0], 0.142578125f);
@@ -308,22 +318,25 @@ TEST(ScaleStorage, CodesUseTheStoredScale) {
 
 TEST(ScaleStorage, OverflowingTheFormatIsAnError) {
   int_params p = params(4, int_scheme::symmetric);
-  p.scale_format = scale_storage::float16;
+  p.scale_format = scale_storage::fp16;
   const run r = quantize_row({1.0e6f, 1.0f}, p);  // 1e6/7 > 65504
   EXPECT_EQ(r.st.code(), errc::scale_overflow);
-  p.scale_format = scale_storage::float32;
+  p.scale_format = scale_storage::fp32;
   EXPECT_TRUE(quantize_row({1.0e6f, 1.0f}, p).st.ok());
-  // The largest floats still give a finite float32 scale, even for 2-bit affine ranges.
+  // Half the largest floats give a finite float32 scale and grid, even for 2-bit affine ranges;
+  // the largest ones do not: code 0 would stand for (0 - 2) * (2 max / 3) = -inf (issue 9).
   const float big = std::numeric_limits<float>::max();
-  const run huge = quantize_row({-big, big}, params(2, int_scheme::affine));
+  const run huge = quantize_row({-big / 2, big / 2}, params(2, int_scheme::affine));
   ASSERT_TRUE(huge.st.ok());
   EXPECT_TRUE(std::isfinite(huge.scales[0]));
   EXPECT_EQ(huge.codes, (std::vector<std::uint8_t>{0, 3}));
+  for (float v : huge.y) EXPECT_TRUE(std::isfinite(v));
+  EXPECT_EQ(quantize_row({-big, big}, params(2, int_scheme::affine)).st.code(), errc::scale_overflow);
 }
 
 TEST(ScaleStorage, ScaleThatUnderflowsGivesZeroPointCodes) {
   int_params p = params(4, int_scheme::symmetric);
-  p.scale_format = scale_storage::float16;
+  p.scale_format = scale_storage::fp16;
   const run r = quantize_row({1.0e-9f, -5.0e-10f}, p);  // 1e-9/7 is far below fp16's smallest
   ASSERT_TRUE(r.st.ok());
   EXPECT_EQ(r.scales[0], 0.0f);
@@ -408,13 +421,13 @@ TEST(Rounding, RoundToCodeModes) {
 TEST(Rounding, SchemeHonoursTheMode) {
   int_params p = params(4, int_scheme::symmetric);
   const std::vector<float> x = {3.5f, 1.25f, -1.25f, 0.75f};  // s = 0.5: 7, 2.5, -2.5, 1.5
-  p.rm = rounding::nearest_even;
+  p.element_rounding = rounding::nearest_even;
   EXPECT_EQ(quantize_row(x, p).codes, (std::vector<std::uint8_t>{15, 10, 6, 10}));
-  p.rm = rounding::nearest_away;
+  p.element_rounding = rounding::nearest_away;
   EXPECT_EQ(quantize_row(x, p).codes, (std::vector<std::uint8_t>{15, 11, 5, 10}));
-  p.rm = rounding::toward_zero;
+  p.element_rounding = rounding::toward_zero;
   EXPECT_EQ(quantize_row(x, p).codes, (std::vector<std::uint8_t>{15, 10, 6, 9}));
-  p.rm = rounding::stochastic;  // random bits: element i gets bits[i]; no bits means 0 (toward zero)
+  p.element_rounding = rounding::stochastic;  // random bits: element i gets bits[i]; no bits means 0 (toward zero)
   const std::vector<std::uint32_t> bits = {0u, 0x80000000u, 0x7FFFFFFFu, 0x80000000u};
   std::vector<std::uint8_t> codes(4);
   float s = 0.0f;
@@ -499,8 +512,8 @@ TEST(Errors, BadShapesWidthsAndParameters) {
     w.bits = b;
     EXPECT_EQ(q(w, 2, 8), errc::bad_bit_width) << b;
   }
-  EXPECT_EQ(q(p, 0, 8), errc::empty_input);
-  EXPECT_EQ(q(p, 2, 0), errc::empty_input);
+  EXPECT_EQ(q(p, 0, 8), errc::ok);  // n = 0: nothing to do
+  EXPECT_EQ(q(p, 2, 0), errc::ok);
   int_params g = params(4, int_scheme::symmetric, int_range::restricted, granularity::per_group, 3);
   EXPECT_EQ(q(g, 2, 8), errc::bad_group_size);
   g.group_size = 0;
@@ -524,8 +537,10 @@ TEST(Errors, BadShapesWidthsAndParameters) {
   EXPECT_EQ(lowbit::quantize_int(x.data(), 2, 8, p, c.data(), s.data(), nullptr).code(), errc::ok);
   EXPECT_EQ(lowbit::quantize_int(x.data(), 2, 8, params(4, int_scheme::affine), c.data(), s.data(), nullptr).code(),
             errc::bad_argument);
-  EXPECT_EQ(lowbit::quantize_int(nullptr, 2, 8, p, c.data(), s.data(), nullptr).code(), errc::bad_argument);
-  EXPECT_EQ(lowbit::quantize_int(x.data(), 2, 8, p, nullptr, s.data(), nullptr).code(), errc::bad_argument);
+  EXPECT_EQ(lowbit::quantize_int(opaque_null<const float>(), 2, 8, p, c.data(), s.data(), nullptr).code(),
+            errc::bad_argument);
+  EXPECT_EQ(lowbit::quantize_int(x.data(), 2, 8, p, opaque_null<std::uint8_t>(), s.data(), nullptr).code(),
+            errc::bad_argument);
   // Overflowing size_t.
   EXPECT_EQ(lowbit::int_groups(p, std::numeric_limits<std::size_t>::max() / 2, 4).status.code(), errc::bad_argument);
 }
@@ -545,7 +560,7 @@ TEST(Errors, NonFiniteInputInAGroup) {
     const std::vector<float> x = {1.0f, bad};
     std::uint8_t c[2];
     const float s = 0.5f;
-    EXPECT_EQ(lowbit::quantize_int_fixed(x.data(), 1, 2, params(4, int_scheme::symmetric), &s, nullptr, c).code(),
+    EXPECT_EQ(lowbit::quantize_int_fixed(x.data(), &s, nullptr, 1, 2, params(4, int_scheme::symmetric), c).code(),
               errc::non_finite_input);
   }
   // NaN in a later group of a per-group quantization.
@@ -560,18 +575,18 @@ TEST(Errors, StoredParametersAreChecked) {
   const int_params p = params(4, int_scheme::affine);
   const float s = 0.5f;
   float z = 3.5f;  // not an integer
-  EXPECT_EQ(lowbit::dequantize_int(codes, 1, 2, p, &s, &z, y).code(), errc::bad_argument);
+  EXPECT_EQ(lowbit::dequantize_int(codes, &s, &z, 1, 2, p, y).code(), errc::bad_argument);
   z = 16.0f;  // out of range
-  EXPECT_EQ(lowbit::dequantize_int(codes, 1, 2, p, &s, &z, y).code(), errc::bad_argument);
+  EXPECT_EQ(lowbit::dequantize_int(codes, &s, &z, 1, 2, p, y).code(), errc::bad_argument);
   z = 8.0f;
-  EXPECT_EQ(lowbit::dequantize_int(codes, 1, 2, p, &s, &z, y).code(), errc::ok);
+  EXPECT_EQ(lowbit::dequantize_int(codes, &s, &z, 1, 2, p, y).code(), errc::ok);
   EXPECT_EQ(y[1], 0.5f);
   int_params h = params(4, int_scheme::symmetric);
-  h.scale_format = scale_storage::float16;
+  h.scale_format = scale_storage::fp16;
   const float not_half = 0.1f;  // not representable in fp16
-  EXPECT_EQ(lowbit::dequantize_int(codes, 1, 2, h, &not_half, nullptr, y).code(), errc::bad_argument);
+  EXPECT_EQ(lowbit::dequantize_int(codes, &not_half, nullptr, 1, 2, h, y).code(), errc::bad_argument);
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  EXPECT_EQ(lowbit::dequantize_int(codes, 1, 2, params(4, int_scheme::symmetric), &nan, nullptr, y).code(),
+  EXPECT_EQ(lowbit::dequantize_int(codes, &nan, nullptr, 1, 2, params(4, int_scheme::symmetric), y).code(),
             errc::bad_argument);
 }
 
@@ -594,7 +609,7 @@ TEST(Properties, ErrorAtMostHalfAStepInsideTheRange) {
   for (int bits = 2; bits <= 8; ++bits)
     for (int_scheme sc : {int_scheme::symmetric, int_scheme::affine, int_scheme::affine_offset})
       for (int_range rr : {int_range::restricted, int_range::full, int_range::signed_extreme})
-        for (scale_storage fmt : {scale_storage::float32, scale_storage::float16, scale_storage::bfloat16}) {
+        for (scale_storage fmt : {scale_storage::fp32, scale_storage::fp16, scale_storage::bf16}) {
           if (sc != int_scheme::symmetric && rr != int_range::restricted) continue;
           int_params p = params(bits, sc, rr, granularity::per_group, 16);
           p.scale_format = fmt;
@@ -656,40 +671,285 @@ TEST(Properties, QuantizingTheDequantizedValuesIsIdempotent) {
   const std::vector<float> x = random_matrix(4 * 32, 99u, 2.0f);
   for (int_scheme sc : {int_scheme::symmetric, int_scheme::affine}) {
     int_params p = params(4, sc, int_range::restricted, granularity::per_group, 32);
-    p.scale_format = scale_storage::float16;
+    p.scale_format = scale_storage::fp16;
     const run r = quantize_rows(x, 4, p);
     ASSERT_TRUE(r.st.ok());
     std::vector<std::uint8_t> again(x.size());
-    ASSERT_TRUE(lowbit::quantize_int_fixed(r.y.data(), 4, 32, p, r.scales.data(), r.zeros.data(), again.data()).ok());
+    ASSERT_TRUE(lowbit::quantize_int_fixed(r.y.data(), r.scales.data(), r.zeros.data(), 4, 32, p, again.data()).ok());
     EXPECT_EQ(again, r.codes);
     // And quantize_int_fixed on the original data gives quantize_int's codes.
-    ASSERT_TRUE(lowbit::quantize_int_fixed(x.data(), 4, 32, p, r.scales.data(), r.zeros.data(), again.data()).ok());
+    ASSERT_TRUE(lowbit::quantize_int_fixed(x.data(), r.scales.data(), r.zeros.data(), 4, 32, p, again.data()).ok());
     EXPECT_EQ(again, r.codes);
   }
 }
 
 // ---------------------------------------------------------------------------------------------
-// The kernel table is what the bulk functions call.
+// The path (lowbit::scoped_isa) never changes a result.
 
-int g_range_calls = 0;
-bool counting_range(const float* x, std::size_t n, float* lo, float* hi) noexcept {
-  ++g_range_calls;
-  return lowbit::int_ref::range(x, n, lo, hi);
+TEST(Paths, ScalarAndSimdGiveTheSameBytes) {
+  const std::vector<float> x = random_matrix(4 * 64, 5u, 1.0f);
+  for (int_scheme sc : {int_scheme::symmetric, int_scheme::affine, int_scheme::affine_offset}) {
+    const int_params p = params(4, sc, int_range::full, granularity::per_group, 32);
+    std::vector<std::uint8_t> a(x.size()), b(x.size());
+    std::vector<float> sa(8), sb(8), za(8), zb(8);
+    {
+      const lowbit::scoped_isa scalar(lowbit::isa::scalar);
+      ASSERT_TRUE(lowbit::quantize_int(x.data(), 4, 64, p, a.data(), sa.data(), za.data()).ok());
+    }
+    ASSERT_TRUE(lowbit::quantize_int(x.data(), 4, 64, p, b.data(), sb.data(), zb.data()).ok());
+    EXPECT_EQ(a, b);
+    EXPECT_EQ(sa, sb);
+    EXPECT_EQ(za, zb);
+  }
 }
 
-TEST(Kernels, BulkOperationsGoThroughTheTable) {
-  lowbit::int_kernels k = lowbit::reference_int_kernels();
-  k.range = &counting_range;
-  const std::vector<float> x = random_matrix(4 * 16, 5u, 1.0f);
-  std::vector<std::uint8_t> a(x.size()), b(x.size());
-  std::vector<float> sa(8), sb(8);
-  const int_params p = params(4, int_scheme::symmetric, int_range::full, granularity::per_group, 8);
-  g_range_calls = 0;
-  ASSERT_TRUE(lowbit::quantize_int(x.data(), 4, 16, p, a.data(), sa.data(), nullptr, nullptr, k).ok());
-  EXPECT_EQ(g_range_calls, 8);
-  ASSERT_TRUE(lowbit::quantize_int(x.data(), 4, 16, p, b.data(), sb.data(), nullptr).ok());
-  EXPECT_EQ(a, b);
-  EXPECT_EQ(sa, sb);
+// ---------------------------------------------------------------------------------------------
+// Regression tests of issue 9 (one public API; no bad input that gets past it). Each runs on the
+// scalar path and on the active (AVX2 where available) path.
+
+constexpr lowbit::isa both_paths[] = {lowbit::isa::scalar, lowbit::isa::avx2};
+
+bool path_available(lowbit::isa i) { return i == lowbit::isa::scalar || lowbit_test::have_avx2(); }
+
+// Quantizes one group of x under p on path i; the dequantized values when it succeeds.
+lowbit::status quantize_on(lowbit::isa i, const std::vector<float>& x, const int_params& p, std::vector<float>* y) {
+  const lowbit::scoped_isa path(i);
+  std::vector<std::uint8_t> codes(x.size());
+  float scale = 0.0f, zero = 0.0f;
+  const lowbit::status st = lowbit::quantize_int(x.data(), 1, x.size(), p, codes.data(), &scale, &zero);
+  if (st.ok()) {
+    y->assign(x.size(), 0.0f);
+    EXPECT_TRUE(lowbit::dequantize_int(codes.data(), &scale, &zero, 1, x.size(), p, y->data()).ok());
+  }
+  return st;
+}
+
+// A group reaching +-FLT_MAX quantized with status ok and dequantized to -inf: a computed scale
+// whose grid overflows float is scale_overflow, on both paths.
+TEST(IntegerIssue9, GroupReachingFltMaxIsScaleOverflowNotInf) {
+  const float big = std::numeric_limits<float>::max();
+  std::vector<float> x(64);
+  for (std::size_t k = 0; k < x.size(); ++k) x[k] = static_cast<float>(static_cast<int>(k % 9) - 4) * 1e37f;
+  x[3] = big;
+  x[10] = -big;
+  struct setting {
+    int bits;
+    int_scheme scheme;
+    int_range range;
+    scale_storage fmt;
+  };
+  const setting settings[] = {
+      {4, int_scheme::symmetric, int_range::full, scale_storage::fp32},
+      {8, int_scheme::symmetric, int_range::full, scale_storage::fp32},
+      {4, int_scheme::affine, int_range::restricted, scale_storage::fp32},
+      {2, int_scheme::symmetric, int_range::full, scale_storage::bf16},
+      {3, int_scheme::symmetric, int_range::full, scale_storage::bf16},
+      {2, int_scheme::affine, int_range::restricted, scale_storage::bf16},
+  };
+  for (const setting& st : settings) {
+    int_params p = params(st.bits, st.scheme, st.range);
+    p.scale_format = st.fmt;
+    for (lowbit::isa i : both_paths) {
+      if (!path_available(i)) continue;
+      std::vector<float> y;
+      const lowbit::status r = quantize_on(i, x, p, &y);
+      if (r.ok()) {  // only if every value it gives back is finite
+        for (float v : y) ASSERT_TRUE(std::isfinite(v)) << st.bits << " " << static_cast<int>(st.scheme);
+      } else {
+        EXPECT_EQ(r.code(), errc::scale_overflow) << st.bits << " " << static_cast<int>(st.scheme);
+      }
+    }
+    // The full range cannot hold -FLT_MAX's code -2^(b-1) * s: an error, not -inf.
+    if (st.range == int_range::full && st.scheme == int_scheme::symmetric) {
+      std::vector<float> y;
+      EXPECT_EQ(quantize_on(lowbit::isa::scalar, x, p, &y).code(), errc::scale_overflow);
+    }
+  }
+  // A group below 2^126 is unaffected (and matches across the paths).
+  std::vector<float> small = x;
+  small[3] = 0x1p125f;
+  small[10] = -0x1p125f;
+  std::vector<float> a, b;
+  const int_params p = params(4, int_scheme::symmetric, int_range::full);
+  ASSERT_TRUE(quantize_on(lowbit::isa::scalar, small, p, &a).ok());
+  if (lowbit_test::have_avx2()) {
+    ASSERT_TRUE(quantize_on(lowbit::isa::avx2, small, p, &b).ok());
+    EXPECT_EQ(a, b);
+  }
+}
+
+// affine_offset with a range beyond FLT_MAX (x - m overflows): every positive value got the top
+// code, status ok. Now scale_overflow on both paths.
+TEST(IntegerIssue9, OffsetRangeBeyondFltMaxIsScaleOverflow) {
+  const float big = std::numeric_limits<float>::max();
+  std::vector<float> x(32, 0.0f);
+  x[0] = -big;
+  x[1] = big;
+  x[2] = big / 4.0f;
+  int_params p = params(4, int_scheme::affine_offset);
+  for (scale_storage fmt : {scale_storage::fp32, scale_storage::bf16}) {
+    p.scale_format = fmt;
+    for (lowbit::isa i : both_paths) {
+      if (!path_available(i)) continue;
+      std::vector<float> y;
+      EXPECT_EQ(quantize_on(i, x, p, &y).code(), errc::scale_overflow) << static_cast<int>(fmt);
+    }
+  }
+}
+
+// quantize_int_packed with rows * cols = 2^61 (packed_bytes used to wrap: the call wrote
+// packed[-1]): an error before anything is written.
+TEST(IntegerIssue9, HugeShapeIsBadArgumentBeforeWriting) {
+  std::vector<float> x(64, 1.0f);
+  std::vector<std::uint8_t> packed(64, 0xEE);
+  std::vector<float> scales(64, -1.0f);
+  int_params p = params(4, int_scheme::symmetric, int_range::full, granularity::per_group, 32);
+  const std::size_t rows = std::size_t{1} << 31, cols = std::size_t{1} << 30;
+  EXPECT_EQ(lowbit::quantize_int_packed(x.data(), rows, cols, p, packed.data() + 1, scales.data(), nullptr).code(),
+            errc::bad_argument);
+  EXPECT_EQ(lowbit::quantize_int(x.data(), rows, cols, p, packed.data(), scales.data(), nullptr).code(),
+            errc::bad_argument);
+  EXPECT_EQ(lowbit::dequantize_int_packed(packed.data(), scales.data(), nullptr, rows, cols, p, x.data()).code(),
+            errc::bad_argument);
+  for (std::uint8_t v : packed) ASSERT_EQ(v, 0xEE);
+  for (float v : scales) ASSERT_EQ(v, -1.0f);
+  EXPECT_EQ(lowbit::int_storage_for(p, rows, cols).status.code(), errc::bad_argument);
+  // 2^40 elements fit: the byte accounting is exact.
+  const auto st = lowbit::int_storage_for(p, std::size_t{1} << 20, std::size_t{1} << 20);
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st.value.payload_bytes, std::size_t{1} << 39);
+}
+
+// An output overlapping an input gave different bytes on the two paths (scales over x), and
+// in-place dequantization gave garbage: overlapping_buffers, nothing written.
+TEST(IntegerIssue9, OverlappingBuffersAreRejectedUntouched) {
+  std::vector<float> buf = random_matrix(256, 9u, 2.0f);
+  const std::vector<float> before = buf;
+  const int_params p = params(4, int_scheme::affine, int_range::restricted, granularity::per_group, 32);
+  std::vector<std::uint8_t> codes(128, 0x11);
+  std::vector<float> scales(4, -1.0f), zeros(4, -1.0f);
+  for (lowbit::isa i : both_paths) {
+    if (!path_available(i)) continue;
+    const lowbit::scoped_isa path(i);
+    // scales over x.
+    EXPECT_EQ(lowbit::quantize_int(buf.data(), 1, 128, p, codes.data(), buf.data() + 100, zeros.data()).code(),
+              errc::overlapping_buffers);
+    // zeros over scales.
+    EXPECT_EQ(lowbit::quantize_int(buf.data(), 1, 128, p, codes.data(), scales.data(), scales.data() + 2).code(),
+              errc::overlapping_buffers);
+    // packed codes over x.
+    EXPECT_EQ(lowbit::quantize_int_packed(buf.data(), 1, 128, p, reinterpret_cast<std::uint8_t*>(buf.data() + 64),
+                                          scales.data(), zeros.data())
+                  .code(),
+              errc::overlapping_buffers);
+    // In-place dequantization: values over their own codes.
+    auto* bytes = reinterpret_cast<std::uint8_t*>(buf.data());
+    EXPECT_EQ(lowbit::dequantize_int(bytes, scales.data(), zeros.data(), 1, 128, p, buf.data()).code(),
+              errc::overlapping_buffers);
+    EXPECT_EQ(lowbit::dequantize_int_packed(bytes, scales.data(), zeros.data(), 1, 128, p, buf.data()).code(),
+              errc::overlapping_buffers);
+    EXPECT_EQ(lowbit::quantize_int_fixed(buf.data(), scales.data(), zeros.data(), 1, 128, p, bytes + 4).code(),
+              errc::overlapping_buffers);
+  }
+  EXPECT_EQ(buf, before);
+  EXPECT_EQ(codes, std::vector<std::uint8_t>(128, 0x11));
+  EXPECT_EQ(scales, std::vector<float>(4, -1.0f));
+}
+
+// A float* one byte off tripped UBSan on the scalar path: misaligned, nothing written.
+TEST(IntegerIssue9, MisalignedPointersAreRejectedUntouched) {
+  const std::vector<float> x = random_matrix(64, 3u, 1.0f);
+  lowbit_test::misaligned<float> mx(64), ms(2);
+  lowbit_test::misaligned<lowbit::bfloat16> mb(64);
+  std::vector<std::uint8_t> codes(64, 0x22);
+  std::vector<float> scales(2, -1.0f), y(64, -1.0f);
+  const int_params p = params(4, int_scheme::symmetric, int_range::full, granularity::per_group, 32);
+  for (lowbit::isa i : both_paths) {
+    if (!path_available(i)) continue;
+    const lowbit::scoped_isa path(i);
+    EXPECT_EQ(lowbit::quantize_int(mx.data(), 1, 64, p, codes.data(), scales.data(), nullptr).code(), errc::misaligned);
+    EXPECT_EQ(lowbit::quantize_int(x.data(), 1, 64, p, codes.data(), ms.data(), nullptr).code(), errc::misaligned);
+    EXPECT_EQ(lowbit::quantize_int_packed(x.data(), 1, 64, p, codes.data(), ms.data(), nullptr).code(),
+              errc::misaligned);
+    EXPECT_EQ(lowbit::dequantize_int(codes.data(), scales.data(), nullptr, 1, 64, p, mx.data()).code(),
+              errc::misaligned);
+    EXPECT_EQ(lowbit::dequantize_int_packed(codes.data(), scales.data(), nullptr, 1, 64, p, mb.data()).code(),
+              errc::misaligned);
+  }
+  EXPECT_EQ(codes, std::vector<std::uint8_t>(64, 0x22));
+  EXPECT_EQ(scales, std::vector<float>(2, -1.0f));
+}
+
+// search_grid = 2e9 ran for minutes on one group: bounded at max_search_grid, bad_argument above.
+TEST(IntegerIssue9, SearchGridIsBounded) {
+  const std::vector<float> x = random_matrix(64, 4u, 1.0f);
+  std::vector<std::uint8_t> codes(64);
+  float s = 0.0f;
+  int_params p = params(4, int_scheme::symmetric);
+  p.search = lowbit::scale_search::mse_grid;
+  p.search_grid = 2000000000;
+  EXPECT_EQ(lowbit::quantize_int(x.data(), 1, 64, p, codes.data(), &s, nullptr).code(), errc::bad_argument);
+  p.search_grid = lowbit::max_search_grid + 1;
+  EXPECT_EQ(lowbit::check_int_params(p).code(), errc::bad_argument);
+  p.search_grid = lowbit::max_search_grid;
+  EXPECT_TRUE(lowbit::quantize_int(x.data(), 1, 64, p, codes.data(), &s, nullptr).ok());
+}
+
+// bits = 4, group_size = 128 with the default (per-channel) granularity silently quantized per
+// channel: a group size needs per_group, and per_group needs a group size.
+TEST(IntegerIssue9, GroupSizeWithoutPerGroupGranularityIsBadGroupSize) {
+  const std::vector<float> x = random_matrix(256, 6u, 1.0f);
+  std::vector<std::uint8_t> codes(256);
+  std::vector<float> s(2);
+  int_params p;
+  p.bits = 4;
+  p.group_size = 128;
+  EXPECT_EQ(lowbit::quantize_int(x.data(), 1, 256, p, codes.data(), s.data(), nullptr).code(), errc::bad_group_size);
+  for (granularity g : {granularity::per_tensor, granularity::per_channel, granularity::per_token}) {
+    p.granularity = g;
+    EXPECT_EQ(lowbit::int_groups(p, 1, 256).status.code(), errc::bad_group_size);
+  }
+  p.granularity = granularity::per_group;
+  EXPECT_TRUE(lowbit::quantize_int(x.data(), 1, 256, p, codes.data(), s.data(), nullptr).ok());
+  p.group_size = 0;
+  EXPECT_EQ(lowbit::int_groups(p, 1, 256).status.code(), errc::bad_group_size);
+}
+
+// n = 0 is ok for every call and writes nothing; the pointers may be null.
+TEST(IntegerIssue9, EmptyShapesAreOk) {
+  const int_params p = lowbit::int_presets::awq(4, 128);
+  EXPECT_TRUE(lowbit::quantize_int(nullptr, 0, 128, p, nullptr, nullptr, nullptr).ok());
+  EXPECT_TRUE(lowbit::quantize_int_packed(nullptr, 4, 0, p, nullptr, nullptr, nullptr).ok());
+  EXPECT_TRUE(lowbit::quantize_int_fixed(nullptr, nullptr, nullptr, 0, 0, p, nullptr).ok());
+  EXPECT_TRUE(lowbit::dequantize_int(nullptr, nullptr, nullptr, 0, 128, p, nullptr).ok());
+  EXPECT_TRUE(lowbit::dequantize_int_packed(nullptr, nullptr, nullptr, 0, 128, p, static_cast<float*>(nullptr)).ok());
+  // Options and shape are still checked first.
+  int_params bad = p;
+  bad.bits = 9;
+  EXPECT_EQ(lowbit::quantize_int(nullptr, 0, 128, bad, nullptr, nullptr, nullptr).code(), errc::bad_bit_width);
+  EXPECT_EQ(lowbit::quantize_int(nullptr, 0, 100, p, nullptr, nullptr, nullptr).code(), errc::bad_group_size);
+}
+
+// The span forms take their counts from the spans: exact sizes or size_mismatch.
+TEST(IntegerIssue9, SpanFormsCheckEverySize) {
+  const std::vector<float> x = random_matrix(256, 8u, 1.0f);
+  const int_params p = lowbit::int_presets::awq(4, 64);
+  std::vector<std::uint8_t> codes(256), packed(128);
+  std::vector<float> scales(4), zeros(4), y(256), y2(256);
+  ASSERT_TRUE(lowbit::quantize_int(x, 2, 128, p, codes, scales, zeros).ok());
+  ASSERT_TRUE(lowbit::dequantize_int(codes, scales, zeros, 2, 128, p, y).ok());
+  ASSERT_TRUE(lowbit::quantize_int_packed(x, 2, 128, p, packed, scales, zeros).ok());
+  ASSERT_TRUE(lowbit::dequantize_int_packed(packed, scales, zeros, 2, 128, p, lowbit::span<float>(y2)).ok());
+  EXPECT_EQ(y, y2);
+  std::vector<std::uint8_t> again(256);
+  ASSERT_TRUE(lowbit::quantize_int_fixed(x, scales, zeros, 2, 128, p, again).ok());
+  EXPECT_EQ(again, codes);
+  std::vector<float> short_scales(3);
+  EXPECT_EQ(lowbit::quantize_int(x, 2, 128, p, codes, short_scales, zeros).code(), errc::size_mismatch);
+  EXPECT_EQ(lowbit::quantize_int_packed(x, 2, 128, p, codes, scales, zeros).code(), errc::size_mismatch);
+  EXPECT_EQ(lowbit::dequantize_int(codes, scales, lowbit::span<const float>(), 2, 128, p, y).code(),
+            errc::size_mismatch);
+  EXPECT_EQ(lowbit::quantize_int(x, 2, 100, p, codes, scales, zeros).code(), errc::bad_group_size);  // shape first
 }
 
 }  // namespace

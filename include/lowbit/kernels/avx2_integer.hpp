@@ -1,5 +1,5 @@
 // lowbit: AVX2 kernels of the integer schemes, bit-identical to the scalar reference
-// (kernels/int_group.hpp's int_ref, and the ggml block functions of schemes/layouts.hpp).
+// (kernels/int_group.hpp's int_ref). The ggml block kernels are in kernels/ggml/.
 //
 //   int_table()            an int_kernels table: range, quantize, dequantize, error
 //   quantize_symmetric()   whole groups of a symmetric minmax scheme in one pass per group:
@@ -8,7 +8,6 @@
 //                          zero-point or offset, codes
 //   dequantize_groups()    codes (one per byte, or nibbles) of consecutive groups to float32 or
 //                          bfloat16, scales and zero-points validated on the way
-//   ggml_*()               Q4_0 / Q8_0 blocks
 //
 // Exactness. The reference divides: y = x / s in IEEE float (round to nearest even, subnormals
 // honoured), then rounds y to a code with round_to_code. Every entry point here runs inside an
@@ -49,16 +48,13 @@
 namespace lowbit {
 namespace kernels {
 
-// Storage format of a scale, as the fused kernels see it (schemes/integer.hpp's scale_storage).
-enum class int_scale_format : std::uint8_t { float32, float16, bfloat16 };
-
 // What every whole-matrix quantization job reads and writes: groups of group_length consecutive
 // values of x, their codes and their scales.
 struct int_quantize_io {
   const float* x = nullptr;
   std::size_t group_length = 0;
   int code_max = 255;  // 2^b - 1
-  int_scale_format scale_format = int_scale_format::float32;
+  scale_storage scale_format = scale_storage::fp32;
   rounding rm = rounding::nearest_even;
   const std::uint32_t* random_bits = nullptr;  // stochastic: one per element of x, else null
   std::uint8_t* codes = nullptr;  // one per byte, or (pack_nibbles) two per byte as pack_codes(4)
@@ -99,7 +95,7 @@ struct int_dequantize_job {
   int zero_point = 0;                // symmetric
   int code_min = 0;                  // symmetric restricted: 1 (not checked, as the reference)
   int code_max = 255;
-  int_scale_format scale_format = int_scale_format::float32;
+  scale_storage scale_format = scale_storage::fp32;
   float* y = nullptr;                // exactly one of y and y_bf16
   std::uint16_t* y_bf16 = nullptr;   // bfloat16 bits, nearest even, saturating (encode<bfloat16>)
 };
@@ -665,22 +661,23 @@ LOWBIT_AVX2_INLINE __m256i round_bf16_high(__m256 v) {
 // D in [2^k, 2^(k+1))) never lies within half a float ulp of a half-way point of those formats
 // without being on it; with a >= 2^-100 the quotient is a normal float. Then each group's codes
 // with its broadcast scale and reciprocal. A group with NaN or Inf, a largest magnitude in
-// (0, 2^-100), or a scale its format cannot hold ends the call, the groups before it done.
+// (0, 2^-100) or from 2^126 up, or a scale its format cannot hold ends the call, the groups
+// before it done.
 
 // s = q (finite, >= 0 or -0) rounded to nearest even in fmt; returns the lanes it overflows
 // (the reference's scale_overflow).
-LOWBIT_AVX2_INLINE __m256i to_scale_format(__m256 q, int_scale_format fmt, __m256& s) {
+LOWBIT_AVX2_INLINE __m256i to_scale_format(__m256 q, scale_storage fmt, __m256& s) {
   s = q;
   switch (fmt) {
-    case int_scale_format::float32: break;
-    case int_scale_format::float16: {
+    case scale_storage::fp32: break;
+    case scale_storage::fp16: {
       const __m128i h = _mm256_cvtps_ph(q, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
       s = _mm256_cvtph_ps(h);
       // Beyond fp16: the reference's error (scale_overflow).
       return _mm256_cmpgt_epi32(_mm256_and_si256(_mm256_cvtepu16_epi32(h), _mm256_set1_epi32(0x7FFF)),
                                 _mm256_set1_epi32(0x7BFF));
     }
-    case int_scale_format::bfloat16: {
+    case scale_storage::bf16: {
       const __m256i r = round_bf16_high(q);
       s = _mm256_castsi256_ps(r);
       return _mm256_cmpgt_epi32(r, _mm256_set1_epi32(0x7F7FFFFF));  // rounds past the largest bfloat16
@@ -689,7 +686,7 @@ LOWBIT_AVX2_INLINE __m256i to_scale_format(__m256 q, int_scale_format fmt, __m25
   return _mm256_setzero_si256();
 }
 
-LOWBIT_AVX2_INLINE __m256i scales_for(__m256 a, __m256 divisor, int_scale_format fmt, __m256& s) {
+LOWBIT_AVX2_INLINE __m256i scales_for(__m256 a, __m256 divisor, scale_storage fmt, __m256& s) {
   return to_scale_format(_mm256_div_ps(a, divisor), fmt, s);
 }
 
@@ -857,14 +854,16 @@ LOWBIT_AVX2_INLINE sym_batch symmetric_batch(const int_symmetric_job& j, std::si
   sym_batch b;
   b.s = _mm256_setzero_ps();
   __m256i refer = scales_for(_mm256_castsi256_ps(amax), divisor, j.scale_format, b.s);
-  refer = _mm256_or_si256(refer, _mm256_cmpgt_epi32(amax, _mm256_set1_epi32(0x7F7FFFFF)));  // NaN, Inf
+  // NaN, Inf, and amax >= 2^126, where the grid (u - z) * s may overflow float: the reference
+  // decides (make_int_codec's scale_overflow).
+  refer = _mm256_or_si256(refer, _mm256_cmpgt_epi32(amax, _mm256_set1_epi32(0x7E7FFFFF)));
   refer = _mm256_or_si256(refer, _mm256_andnot_si256(_mm256_cmpeq_epi32(amax, _mm256_setzero_si256()),
                                                      _mm256_cmpgt_epi32(_mm256_set1_epi32(0x0D800000), amax)));
   b.stop = lanes_of(refer) & ((1u << m) - 1u);
   b.r = _mm256_div_ps(_mm256_set1_ps(1.0f), b.s);
   // s a normal number of its format (so within 2^-8 relative of amax / D) and below 2^126.
   const __m256i sb = _mm256_castps_si256(b.s);
-  const int min_normal = j.scale_format == int_scale_format::float16 ? 0x38800000 : 0x00800000;
+  const int min_normal = j.scale_format == scale_storage::fp16 ? 0x38800000 : 0x00800000;
   b.tight = lanes_of(_mm256_and_si256(_mm256_cmpgt_epi32(sb, _mm256_set1_epi32(min_normal - 1)),
                                       _mm256_cmpgt_epi32(_mm256_set1_epi32(0x7E800000), sb)));
   return b;
@@ -1095,7 +1094,7 @@ LOWBIT_AVX2_INLINE aff_batch affine_batch(const int_affine_job& j, std::size_t g
     dhi = _mm256_blendv_ps(dhi, _mm256_max_ps(dhi, zero), widen);
   }
   const __m256d qmax = _mm256_set1_pd(static_cast<double>(j.code_max));
-  const bool odd = j.scale_format != int_scale_format::float32;
+  const bool odd = j.scale_format != scale_storage::fp32;
   const __m128 q_lo = range_quotient4(_mm256_castps256_ps128(dlo), _mm256_castps256_ps128(dhi), qmax, odd);
   const __m128 q_hi = range_quotient4(_mm256_extractf128_ps(dlo, 1), _mm256_extractf128_ps(dhi, 1), qmax, odd);
   __m256 s;
@@ -1105,7 +1104,7 @@ LOWBIT_AVX2_INLINE aff_batch affine_batch(const int_affine_job& j, std::size_t g
   if (j.offset) {
     __m256 mo;
     refer = _mm256_or_si256(refer, to_scale_format(b.lo, j.scale_format, mo));
-    if (j.scale_format == int_scale_format::bfloat16) {  // to_scale_format's test is for positive values
+    if (j.scale_format == scale_storage::bf16) {  // to_scale_format's test is for positive values
       refer = _mm256_or_si256(refer, _mm256_cmpgt_epi32(_mm256_castps_si256(_mm256_and_ps(mo, abs_mask)),
                                                         _mm256_set1_epi32(0x7F7FFFFF)));
     }
@@ -1121,6 +1120,10 @@ LOWBIT_AVX2_INLINE aff_batch affine_batch(const int_affine_job& j, std::size_t g
     b.m = zero;
   }
   refer = _mm256_or_si256(refer, _mm256_castps_si256(_mm256_cmp_ps(nf, nf, _CMP_UNORD_Q)));
+  // A range of 2^126 or more, where the grid or x - m may overflow float: the reference decides
+  // (make_int_codec's scale_overflow).
+  refer = _mm256_or_si256(refer, _mm256_castps_si256(_mm256_cmp_ps(_mm256_sub_ps(dhi, dlo),
+                                                                   _mm256_set1_ps(0x1p126f), _CMP_NLT_UQ)));
   b.stop = lanes_of(refer) & ((1u << m) - 1u);
   b.r = _mm256_div_ps(_mm256_set1_ps(1.0f), b.s);
   // |lo - m| and |hi - m| below 400 s (one rounding each): then |(x - m) * r| < 400 (1 + 2^-22).
@@ -1253,17 +1256,17 @@ LOWBIT_TARGET_AVX2 inline std::size_t quantize_affine_impl(const int_affine_job&
 // 0..2^b-1), then each group is dequantized with its broadcast parameters.
 
 // Lanes of v that are finite and exactly representable in fmt (is_stored_scale).
-LOWBIT_AVX2_INLINE __m256i stored_ok(__m256 v, int_scale_format fmt) {
+LOWBIT_AVX2_INLINE __m256i stored_ok(__m256 v, scale_storage fmt) {
   const __m256i b = _mm256_castps_si256(v);
   const __m256i exp = _mm256_set1_epi32(0x7F800000);
   const __m256i finite = _mm256_xor_si256(_mm256_cmpeq_epi32(_mm256_and_si256(b, exp), exp), _mm256_set1_epi32(-1));
   switch (fmt) {
-    case int_scale_format::float32: return finite;
-    case int_scale_format::float16: {
+    case scale_storage::fp32: return finite;
+    case scale_storage::fp16: {
       const __m256 back = _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
       return _mm256_and_si256(finite, _mm256_castps_si256(_mm256_cmp_ps(back, v, _CMP_EQ_OQ)));
     }
-    case int_scale_format::bfloat16:
+    case scale_storage::bf16:
       return _mm256_and_si256(finite, _mm256_cmpeq_epi32(_mm256_and_si256(b, _mm256_set1_epi32(0xFFFF)),
                                                          _mm256_setzero_si256()));
   }
@@ -1346,186 +1349,6 @@ LOWBIT_TARGET_AVX2 inline std::size_t dequantize_groups_impl(const int_dequantiz
 }
 
 // ------------------------------------------------------------------------------------------------
-// ggml blocks (schemes/layouts.hpp): Q4_0 = {fp16 d; 16 bytes}, Q8_0 = {fp16 d; 32 int8}.
-// Batches of 8 blocks, one lane per block for the scale arithmetic.
-
-constexpr std::size_t q4_0_bytes = 18;
-constexpr std::size_t q8_0_bytes = 34;
-
-LOWBIT_AVX2_INLINE std::uint16_t load_u16(const unsigned char* p) {
-  std::uint16_t v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-LOWBIT_AVX2_INLINE void store_u16(unsigned char* p, std::uint16_t v) { std::memcpy(p, &v, sizeof v); }
-
-// Lane k: the largest |x| of block k (bits), for up to 8 blocks of 32 (the others 0).
-LOWBIT_AVX2_INLINE __m256i block_absmax8(const float* x, std::size_t m) {
-  __m256i v[8];
-  for (std::size_t k = 0; k < 8; ++k) {
-    if (k < m) {
-      const float* xb = x + k * 32;
-      v[k] = _mm256_max_epi32(_mm256_max_epi32(abs_bits(_mm256_loadu_ps(xb)), abs_bits(_mm256_loadu_ps(xb + 8))),
-                              _mm256_max_epi32(abs_bits(_mm256_loadu_ps(xb + 16)), abs_bits(_mm256_loadu_ps(xb + 24))));
-    } else {
-      v[k] = _mm256_setzero_si256();
-    }
-  }
-  return reduce8_max_epi32(v);
-}
-
-// The first element of a block whose magnitude has the bits `amax` (ggml keeps the first on ties).
-LOWBIT_AVX2_INLINE float first_with_magnitude(const float* xb, std::uint32_t amax) {
-  const __m256i t = _mm256_set1_epi32(static_cast<int>(amax));
-  const std::uint32_t hit = lanes_of(_mm256_cmpeq_epi32(abs_bits(_mm256_loadu_ps(xb)), t)) |
-                            lanes_of(_mm256_cmpeq_epi32(abs_bits(_mm256_loadu_ps(xb + 8)), t)) << 8 |
-                            lanes_of(_mm256_cmpeq_epi32(abs_bits(_mm256_loadu_ps(xb + 16)), t)) << 16 |
-                            lanes_of(_mm256_cmpeq_epi32(abs_bits(_mm256_loadu_ps(xb + 24)), t)) << 24;
-  return xb[lowest_bit(hit)];
-}
-
-// Stops at the first block with NaN or Inf (non_finite_input) or whose scale overflows fp16
-// (scale_overflow): that block and the ones after it are not written.
-// ggml_quantize_q4_0: max = the first element of largest magnitude, d = max / -8, id = 1/d,
-// code = min(15, trunc(x * id + 8.5)) (NaN and negatives 0).
-LOWBIT_TARGET_AVX2 inline errc ggml_quantize_q4_0(const float* x, std::size_t blocks, unsigned char* y) noexcept {
-  const __m256 c85 = _mm256_set1_ps(8.5f);
-  const __m256 c15 = _mm256_set1_ps(15.0f);
-  const __m256 zero = _mm256_setzero_ps();
-  for (std::size_t b0 = 0; b0 < blocks; b0 += 8) {
-    const std::size_t m = blocks - b0 < 8 ? blocks - b0 : 8;
-    const float* xb0 = x + b0 * 32;
-    const __m256i amax = block_absmax8(xb0, m);
-    const std::uint32_t bad_input = lanes_of(_mm256_cmpgt_epi32(amax, _mm256_set1_epi32(0x7F7FFFFF))) & ((1u << m) - 1u);
-    alignas(32) std::uint32_t av[8];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(av), amax);
-    alignas(32) float mv[8] = {};
-    const std::size_t valid = bad_input != 0 ? lowest_bit(bad_input) : m;
-    for (std::size_t k = 0; k < valid; ++k) mv[k] = av[k] != 0 ? first_with_magnitude(xb0 + k * 32, av[k]) : 0.0f;
-    const __m256 d = _mm256_div_ps(_mm256_load_ps(mv), _mm256_set1_ps(-8.0f));
-    const __m256 nonzero = _mm256_cmp_ps(d, zero, _CMP_NEQ_OQ);
-    const __m256 id = _mm256_and_ps(_mm256_div_ps(_mm256_set1_ps(1.0f), d), nonzero);  // 0 where d is 0
-    const __m128i h = _mm256_cvtps_ph(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const std::uint32_t overflow =
-        lanes_of(_mm256_cmpeq_epi32(_mm256_and_si256(_mm256_cvtepu16_epi32(h), _mm256_set1_epi32(0x7FFF)),
-                                    _mm256_set1_epi32(0x7C00))) & ((1u << valid) - 1u);
-    const std::size_t done = overflow != 0 ? lowest_bit(overflow) : valid;
-    alignas(16) std::uint16_t hv[8];
-    _mm_store_si128(reinterpret_cast<__m128i*>(hv), h);
-    alignas(32) float iv[8];
-    _mm256_store_ps(iv, id);
-    for (std::size_t k = 0; k < done; ++k) {
-      const float* xb = xb0 + k * 32;
-      const __m256 idv = _mm256_set1_ps(iv[k]);
-      __m256i q[4];
-      for (int i = 0; i < 4; ++i) {
-        const __m256 t = _mm256_add_ps(no_fma(_mm256_mul_ps(_mm256_loadu_ps(xb + 8 * i), idv)), c85);
-        q[i] = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(t, zero), c15));  // NaN -> 0
-      }
-      const __m256i lo = _mm256_or_si256(q[0], _mm256_slli_epi32(q[2], 4));  // bytes 0..7
-      const __m256i hi = _mm256_or_si256(q[1], _mm256_slli_epi32(q[3], 4));  // bytes 8..15
-      const __m256i w = _mm256_packus_epi32(lo, hi);
-      const __m256i bytes =
-          _mm256_permutevar8x32_epi32(_mm256_packus_epi16(w, w), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-      unsigned char* yb = y + (b0 + k) * q4_0_bytes;
-      store_u16(yb, hv[k]);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(yb + 2), _mm256_castsi256_si128(bytes));
-    }
-    if (done < valid) return errc::scale_overflow;
-    if (valid < m) return errc::non_finite_input;
-  }
-  return errc::ok;
-}
-
-template <bool Stream>
-LOWBIT_TARGET_AVX2 inline void ggml_dequantize_q4_0(const unsigned char* x, std::size_t blocks, float* y) noexcept {
-  const __m128i low = _mm_set1_epi8(0x0F);
-  const __m256i eight = _mm256_set1_epi8(8);
-  for (std::size_t b = 0; b < blocks; ++b) {
-    const unsigned char* xb = x + b * q4_0_bytes;
-    const __m256 d = _mm256_set1_ps(half_to_float(load_u16(xb)));
-    const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(xb + 2));
-    const __m256i codes = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(qs, 4), low), _mm_and_si128(qs, low));
-    values32_small<Stream>(codes, eight, d, y + b * 32);
-  }
-}
-
-// ggml_quantize_q8_0: d = amax / 127, id = 1/d (0 for d = 0), q = roundf(x * id) clamped to
-// +-127 (NaN 0). roundf is trunc(v + copysign(0.49999997, v)): exact for |v| < 2^23 under
-// nearest-even (a fraction below 1/2 stays more than half an ulp short of the next integer).
-// A block whose id overflows (amax below 127 * 2^-128) takes the literal path.
-LOWBIT_TARGET_AVX2 inline errc ggml_quantize_q8_0(const float* x, std::size_t blocks, unsigned char* y) noexcept {
-  const __m256 lim = _mm256_set1_ps(127.0f);
-  const __m256 nlim = _mm256_set1_ps(-127.0f);
-  const __m256 half = _mm256_set1_ps(0.5f);
-  const __m256 below_half = _mm256_set1_ps(0.49999997f);
-  const __m256 sign = _mm256_set1_ps(-0.0f);
-  const __m256i minus127 = _mm256_set1_epi8(-127);
-  for (std::size_t b0 = 0; b0 < blocks; b0 += 8) {
-    const std::size_t m = blocks - b0 < 8 ? blocks - b0 : 8;
-    const float* xb0 = x + b0 * 32;
-    const __m256i amax = block_absmax8(xb0, m);
-    const std::uint32_t bad_input = lanes_of(_mm256_cmpgt_epi32(amax, _mm256_set1_epi32(0x7F7FFFFF))) & ((1u << m) - 1u);
-    const std::size_t valid = bad_input != 0 ? lowest_bit(bad_input) : m;
-    const __m256 d = _mm256_div_ps(_mm256_castsi256_ps(amax), _mm256_set1_ps(127.0f));
-    const __m256 nonzero = _mm256_cmp_ps(d, _mm256_setzero_ps(), _CMP_NEQ_OQ);
-    const __m256 id = _mm256_and_ps(_mm256_div_ps(_mm256_set1_ps(1.0f), d), nonzero);
-    const __m128i h = _mm256_cvtps_ph(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const std::uint32_t overflow =
-        lanes_of(_mm256_cmpeq_epi32(_mm256_and_si256(_mm256_cvtepu16_epi32(h), _mm256_set1_epi32(0x7FFF)),
-                                    _mm256_set1_epi32(0x7C00))) & ((1u << valid) - 1u);
-    const std::size_t done = overflow != 0 ? lowest_bit(overflow) : valid;
-    alignas(16) std::uint16_t hv[8];
-    _mm_store_si128(reinterpret_cast<__m128i*>(hv), h);
-    alignas(32) float iv[8];
-    _mm256_store_ps(iv, id);
-    for (std::size_t k = 0; k < done; ++k) {
-      const float* xb = xb0 + k * 32;
-      const __m256 idv = _mm256_set1_ps(iv[k]);
-      __m256i q[4];
-      if ((float_bits(iv[k]) & 0x7F800000u) != 0x7F800000u) {  // id finite: |x * id| <= 127 (1 + 2^-23)
-        for (int i = 0; i < 4; ++i) {
-          const __m256 t = no_fma(_mm256_mul_ps(_mm256_loadu_ps(xb + 8 * i), idv));
-          q[i] = _mm256_cvttps_epi32(_mm256_add_ps(t, _mm256_or_ps(_mm256_and_ps(t, sign), below_half)));
-        }
-      } else {  // id = Inf: products are +-Inf or NaN
-        for (int i = 0; i < 4; ++i) {
-          __m256 t = _mm256_mul_ps(_mm256_loadu_ps(xb + 8 * i), idv);
-          t = _mm256_and_ps(t, _mm256_cmp_ps(t, t, _CMP_ORD_Q));  // NaN (0 * Inf) -> 0
-          t = _mm256_min_ps(_mm256_max_ps(t, nlim), lim);
-          const __m256 tr = _mm256_round_ps(t, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-          const __m256 frac = _mm256_castsi256_ps(abs_bits(_mm256_sub_ps(t, tr)));
-          const __m256i up = _mm256_castps_si256(_mm256_cmp_ps(frac, half, _CMP_GE_OQ));
-          const __m256i sgn = _mm256_or_si256(_mm256_srai_epi32(_mm256_castps_si256(t), 31), _mm256_set1_epi32(1));
-          q[i] = _mm256_add_epi32(_mm256_cvttps_epi32(tr), _mm256_and_si256(up, sgn));
-        }
-      }
-      unsigned char* yb = y + (b0 + k) * q8_0_bytes;
-      store_u16(yb, hv[k]);
-      // packs saturates 128 to 127; -128 is raised to -127.
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(yb + 2), _mm256_max_epi8(pack_signed32(q[0], q[1], q[2], q[3]), minus127));
-    }
-    if (done < valid) return errc::scale_overflow;
-    if (valid < m) return errc::non_finite_input;
-  }
-  return errc::ok;
-}
-
-template <bool Stream>
-LOWBIT_TARGET_AVX2 inline void ggml_dequantize_q8_0(const unsigned char* x, std::size_t blocks, float* y) noexcept {
-  for (std::size_t b = 0; b < blocks; ++b) {
-    const unsigned char* xb = x + b * q8_0_bytes;
-    const __m256 d = _mm256_set1_ps(half_to_float(load_u16(xb)));
-    float* yb = y + b * 32;
-    for (int k = 0; k < 4; k += 2) {
-      const __m128i q0 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(xb + 2 + 8 * k));
-      const __m128i q1 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(xb + 10 + 8 * k));
-      put16<Stream>(yb + 8 * k, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q0)), d),
-                    _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q1)), d));
-    }
-  }
-}
-
 }  // namespace int_detail
 
 // ------------------------------------------------------------------------------------------------
@@ -1546,8 +1369,8 @@ inline void int_dequantize(const std::uint8_t* codes, std::size_t n, const int_g
   int_detail::dequantize(codes, n, c, y);
 }
 
-// The sum runs here, outside any AVX2 function, as the same expression as int_ref::error, so it
-// is rounded (and contracted or not) the same way.
+// The sum runs here, outside any AVX2 function, as the same expression as int_ref::error, with
+// the same no_contract barrier, so it is rounded the same way whatever the compiler flags.
 inline double int_error(const float* x, std::size_t n, const int_group_codec& c, double norm,
                         const std::uint32_t* random_bits) noexcept {
   const ieee_scope env;
@@ -1559,7 +1382,7 @@ inline double int_error(const float* x, std::size_t n, const int_group_codec& c,
     int_detail::roundtrip(x + i, m, c, rb != nullptr ? rb + i : nullptr, xh);
     for (std::size_t k = 0; k < m; ++k) {
       const double d = std::fabs(static_cast<double>(xh[k]) - static_cast<double>(x[i + k]));
-      sum += norm == 2.0 ? d * d : std::pow(d, norm);
+      sum += norm == 2.0 ? no_contract(d * d) : std::pow(d, norm);
     }
   }
   return sum;
@@ -1571,11 +1394,13 @@ inline const int_kernels& int_table() noexcept {
   return k;
 }
 
+// The whole-matrix entry points below run inside the caller's IEEE scope (kernels/fp_env.hpp):
+// the bulk call opens it once.
+
 // Quantizes groups [first, last) of j; returns the first group it leaves to the caller (a group
 // with NaN or Inf, one whose scale the format cannot hold, or one whose largest magnitude is below
-// 2^-100), or last. The caller runs the reference path on that group and calls again after it.
+// 2^-100 or from 2^126 up), or last. The caller runs the reference path on that group and calls again after it.
 inline std::size_t quantize_symmetric(const int_symmetric_job& j, std::size_t first, std::size_t last) noexcept {
-  const ieee_scope env;
   return j.pack_nibbles ? int_detail::quantize_symmetric_impl<true>(j, first, last)
                         : int_detail::quantize_symmetric_impl<false>(j, first, last);
 }
@@ -1584,7 +1409,6 @@ inline std::size_t quantize_symmetric(const int_symmetric_job& j, std::size_t fi
 // with NaN or Inf, or whose scale or offset the format cannot hold: the reference reports the
 // error), or last.
 inline std::size_t quantize_affine(const int_affine_job& j, std::size_t first, std::size_t last) noexcept {
-  const ieee_scope env;
   return j.pack_nibbles ? int_detail::quantize_affine_impl<true>(j, first, last)
                         : int_detail::quantize_affine_impl<false>(j, first, last);
 }
@@ -1592,7 +1416,6 @@ inline std::size_t quantize_affine(const int_affine_job& j, std::size_t first, s
 // Dequantizes groups [first, last) of j; returns the first group whose stored parameters are not
 // valid (the caller reports the reference's error), or last.
 inline std::size_t dequantize_groups(const int_dequantize_job& j, std::size_t first, std::size_t last) noexcept {
-  const ieee_scope env;
   if (j.y_bf16 != nullptr) {
     return j.packed_nibbles ? int_detail::dequantize_groups_impl<true, false>(j, j.y_bf16, first, last)
                             : int_detail::dequantize_groups_impl<false, false>(j, j.y_bf16, first, last);
@@ -1605,36 +1428,6 @@ inline std::size_t dequantize_groups(const int_dequantize_job& j, std::size_t fi
   }
   return j.packed_nibbles ? int_detail::dequantize_groups_impl<true, false>(j, j.y, first, last)
                           : int_detail::dequantize_groups_impl<false, false>(j, j.y, first, last);
-}
-
-// ggml blocks on their bytes (18 per Q4_0 block, 34 per Q8_0 block). The quantizers return
-// errc::ok or the reference's error for the first block they stop at, leaving that block and the
-// ones after it unwritten.
-inline errc ggml_quantize_q4_0(const float* x, std::size_t blocks, unsigned char* y) noexcept {
-  const ieee_scope env;
-  return int_detail::ggml_quantize_q4_0(x, blocks, y);
-}
-inline void ggml_dequantize_q4_0(const unsigned char* x, std::size_t blocks, float* y) noexcept {
-  const ieee_scope env;
-  if (int_detail::streams_f32(y, blocks * 32, 32)) {
-    int_detail::ggml_dequantize_q4_0<true>(x, blocks, y);
-    _mm_sfence();
-  } else {
-    int_detail::ggml_dequantize_q4_0<false>(x, blocks, y);
-  }
-}
-inline errc ggml_quantize_q8_0(const float* x, std::size_t blocks, unsigned char* y) noexcept {
-  const ieee_scope env;
-  return int_detail::ggml_quantize_q8_0(x, blocks, y);
-}
-inline void ggml_dequantize_q8_0(const unsigned char* x, std::size_t blocks, float* y) noexcept {
-  const ieee_scope env;
-  if (int_detail::streams_f32(y, blocks * 32, 32)) {
-    int_detail::ggml_dequantize_q8_0<true>(x, blocks, y);
-    _mm_sfence();
-  } else {
-    int_detail::ggml_dequantize_q8_0<false>(x, blocks, y);
-  }
 }
 
 }  // namespace avx2

@@ -1,9 +1,9 @@
 // lowbit: the per-group contract of the integer schemes, shared by the scalar reference and the
-// SIMD kernels: one group's codec (int_group_codec), the rounding of x / s to a code
-// (round_to_code), the scalar reference kernels (int_ref) and the table a SIMD path replaces them
-// with (int_kernels). schemes/integer.hpp builds the schemes on top; kernels/avx2_integer.hpp
+// SIMD kernels: the storage format of scales (scale_storage), one group's codec
+// (int_group_codec), the rounding of x / s to a code (round_to_code), the scalar reference
+// kernels (kernels::int_ref) and the internal table a SIMD path replaces them with
+// (kernels::int_kernels). schemes/integer.hpp builds the schemes on top; kernels/avx2_integer.hpp
 // implements the same table with AVX2. This file knows only core/: kernels sit below schemes.
-// (Moved unchanged from schemes/integer.hpp, which includes it.)
 #ifndef LOWBIT_KERNELS_INT_GROUP_HPP
 #define LOWBIT_KERNELS_INT_GROUP_HPP
 
@@ -14,6 +14,41 @@
 #include "../core/rounding.hpp"
 
 namespace lowbit {
+
+// Storage format of integer scales and float offsets (float32, IEEE binary16, bfloat16): the
+// schemes round every computed scale to it, and codes are computed against the stored value.
+enum class scale_storage : std::uint8_t { fp32, fp16, bf16 };
+
+// Bytes of one stored scale.
+constexpr std::size_t bytes_per_scale(scale_storage f) noexcept { return f == scale_storage::fp32 ? 4u : 2u; }
+
+namespace kernels {
+// Returns v unchanged, but as a value the compiler cannot fuse into a following addition: a
+// scalar reference writes a * b + c as no_contract(a * b) + c, so that -ffp-contract=fast or
+// -march=native (FMA) cannot turn it into one rounding where the SIMD twin does two.
+inline float no_contract(float v) noexcept {
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+  __asm__("" : "+x"(v));
+#elif (defined(__GNUC__) || defined(__clang__)) && defined(__aarch64__)
+  __asm__("" : "+w"(v));
+#else
+  volatile float t = v;
+  v = t;
+#endif
+  return v;
+}
+inline double no_contract(double v) noexcept {
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+  __asm__("" : "+x"(v));
+#elif (defined(__GNUC__) || defined(__clang__)) && defined(__aarch64__)
+  __asm__("" : "+w"(v));
+#else
+  volatile double t = v;
+  v = t;
+#endif
+  return v;
+}
+}  // namespace kernels
 
 // ---------------------------------------------------------------------------------------------
 // Rounding
@@ -66,6 +101,7 @@ struct int_group_codec {
   rounding rm = rounding::nearest_even;
 };
 
+namespace kernels {
 namespace int_ref {
 
 // Scalar reference kernels; int_kernels documents each contract.
@@ -116,15 +152,16 @@ inline double error(const float* x, std::size_t n, const int_group_codec& c, dou
   for (std::size_t i = 0; i < n; ++i) {
     const float xh = dequantize_one(quantize_one(x[i], c, random_bits != nullptr ? random_bits[i] : 0u), c);
     const double d = std::fabs(static_cast<double>(xh) - static_cast<double>(x[i]));
-    sum += norm == 2.0 ? d * d : std::pow(d, norm);
+    sum += norm == 2.0 ? no_contract(d * d) : std::pow(d, norm);
   }
   return sum;
 }
 
 }  // namespace int_ref
 
-// The per-group inner operations. Every bulk function of schemes/integer.hpp goes through one of
-// these tables; a SIMD table must give the same results as reference_int_kernels() bit for bit.
+// The per-group inner operations (internal: a public call never takes a table). Every bulk
+// function of schemes/integer.hpp goes through one of these tables; a SIMD table must give the
+// same results as reference_int_kernels() bit for bit.
 struct int_kernels {
   // min and max of x[0..n) (n >= 1); returns false when any element is NaN or +-Inf.
   bool (*range)(const float* x, std::size_t n, float* lo, float* hi) noexcept;
@@ -145,6 +182,7 @@ inline const int_kernels& reference_int_kernels() noexcept {
   return k;
 }
 
+}  // namespace kernels
 }  // namespace lowbit
 
 #endif  // LOWBIT_KERNELS_INT_GROUP_HPP

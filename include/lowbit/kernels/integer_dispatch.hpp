@@ -1,14 +1,13 @@
-// lowbit: which kernels the integer schemes run: the scalar reference or the AVX2 kernels,
-// chosen at run time by lowbit::active_isa() (core/cpu.hpp). Both give the same bytes; the AVX2
-// ones do so whatever the caller's MXCSR (kernels/fp_env.hpp).
+// lowbit: which kernels the integer schemes run (internal): the scalar reference or the AVX2
+// kernels, chosen at run time by lowbit::active_isa() (core/cpu.hpp). Both give the same bytes.
 //
-//   lowbit::active_int_kernels()   the int_kernels table bulk calls use by default:
-//                                  kernels::avx2::int_table() on the AVX2 path, else
-//                                  reference_int_kernels()
+//   kernels::active_int_kernels()   the int_kernels table of the active path:
+//                                   avx2::int_table() on the AVX2 path, else
+//                                   reference_int_kernels()
 //
-// The rest is for schemes/integer.hpp and schemes/layouts.hpp: whole-matrix paths that replace
-// the per-group loop when the table in use is the AVX2 one, and the ggml block kernels. Each
-// returns what it could not do, and the caller finishes with the scalar code.
+// The rest is for schemes/integer.hpp: whole-matrix paths that replace the per-group loop on the
+// AVX2 path. Each returns the first group it could not do, and the caller finishes with the
+// scalar code. The caller holds the IEEE scope (kernels/fp_env.hpp) around all of them.
 #ifndef LOWBIT_KERNELS_INTEGER_DISPATCH_HPP
 #define LOWBIT_KERNELS_INTEGER_DISPATCH_HPP
 
@@ -16,25 +15,23 @@
 #include <cstdint>
 
 #include "../core/cpu.hpp"
-#include "../core/status.hpp"
 #include "avx2_integer.hpp"
 #include "fp_env.hpp"
 #include "int_group.hpp"
 
 namespace lowbit {
+namespace kernels {
 
 // The int_kernels table for the path active_isa() selects now.
 inline const int_kernels& active_int_kernels() noexcept {
 #if LOWBIT_HAS_AVX2_KERNELS
-  if (detail::use_avx2()) return kernels::avx2::int_table();
+  if (lowbit::detail::use_avx2()) return avx2::int_table();
 #endif
   return reference_int_kernels();
 }
 
-namespace kernels {
-
 // Whether k is a SIMD table, so that the whole-matrix paths below may stand in for the
-// per-group loop run with it (a caller passing reference_int_kernels() gets the reference loop).
+// per-group loop run with it.
 inline bool int_fused(const int_kernels& k) noexcept {
 #if LOWBIT_HAS_AVX2_KERNELS
   return &k == &avx2::int_table();
@@ -43,17 +40,6 @@ inline bool int_fused(const int_kernels& k) noexcept {
   return false;
 #endif
 }
-
-// Holds the IEEE default floating-point environment (kernels/fp_env.hpp) for a whole bulk call,
-// with either table, so that the scale and zero-point arithmetic and the reference kernels see the
-// same environment as the SIMD kernels: the result does not depend on the caller's MXCSR.
-class int_env {
- public:
-  explicit int_env(const int_kernels&) noexcept {}
-
- private:
-  ieee_scope scope_;
-};
 
 // Groups [first, last) of a symmetric minmax quantization; returns the first group left to the
 // caller (see avx2::quantize_symmetric), which is `first` when no SIMD path is compiled in.
@@ -87,49 +73,6 @@ inline std::size_t dequantize_groups(const int_dequantize_job& j, std::size_t fi
   (void)last;
   return first;
 #endif
-}
-
-// ggml blocks: true when the active path ran the SIMD kernel (*e then holds its result; on an
-// error the failing block and those after it are unwritten, as the scalar functions leave them).
-inline bool try_ggml_quantize_q4_0(const float* x, std::size_t blocks, void* y, errc* e) noexcept {
-#if LOWBIT_HAS_AVX2_KERNELS
-  if (lowbit::detail::use_avx2()) {
-    *e = avx2::ggml_quantize_q4_0(x, blocks, static_cast<unsigned char*>(y));
-    return true;
-  }
-#endif
-  (void)x, (void)blocks, (void)y, (void)e;
-  return false;
-}
-inline bool try_ggml_dequantize_q4_0(const void* x, std::size_t blocks, float* y) noexcept {
-#if LOWBIT_HAS_AVX2_KERNELS
-  if (lowbit::detail::use_avx2()) {
-    avx2::ggml_dequantize_q4_0(static_cast<const unsigned char*>(x), blocks, y);
-    return true;
-  }
-#endif
-  (void)x, (void)blocks, (void)y;
-  return false;
-}
-inline bool try_ggml_quantize_q8_0(const float* x, std::size_t blocks, void* y, errc* e) noexcept {
-#if LOWBIT_HAS_AVX2_KERNELS
-  if (lowbit::detail::use_avx2()) {
-    *e = avx2::ggml_quantize_q8_0(x, blocks, static_cast<unsigned char*>(y));
-    return true;
-  }
-#endif
-  (void)x, (void)blocks, (void)y, (void)e;
-  return false;
-}
-inline bool try_ggml_dequantize_q8_0(const void* x, std::size_t blocks, float* y) noexcept {
-#if LOWBIT_HAS_AVX2_KERNELS
-  if (lowbit::detail::use_avx2()) {
-    avx2::ggml_dequantize_q8_0(static_cast<const unsigned char*>(x), blocks, y);
-    return true;
-  }
-#endif
-  (void)x, (void)blocks, (void)y;
-  return false;
 }
 
 }  // namespace kernels

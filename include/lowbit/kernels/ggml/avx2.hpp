@@ -1,0 +1,226 @@
+// lowbit: AVX2 kernels of the ggml Q4_0 / Q8_0 blocks, bit-identical to the scalar reference
+// beside them (kernels/ggml/reference.hpp); tests/test_kernels_integer.cpp (KernelsIntegerGgml)
+// proves them equal. Shares the integer kernels' vector helpers (kernels/avx2_integer.hpp).
+#ifndef LOWBIT_KERNELS_GGML_AVX2_HPP
+#define LOWBIT_KERNELS_GGML_AVX2_HPP
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "../../core/status.hpp"
+#include "../avx2_integer.hpp"
+#include "reference.hpp"
+
+#if LOWBIT_HAS_AVX2_KERNELS
+
+namespace lowbit {
+namespace kernels {
+namespace avx2 {
+namespace ggml_detail {
+using namespace int_detail;  // the integer kernels' vector helpers
+
+// Batches of 8 blocks, one lane per block for the scale arithmetic.
+
+// Lane k: the largest |x| of block k (bits), for up to 8 blocks of 32 (the others 0).
+LOWBIT_AVX2_INLINE __m256i block_absmax8(const float* x, std::size_t m) {
+  __m256i v[8];
+  for (std::size_t k = 0; k < 8; ++k) {
+    if (k < m) {
+      const float* xb = x + k * 32;
+      v[k] = _mm256_max_epi32(_mm256_max_epi32(abs_bits(_mm256_loadu_ps(xb)), abs_bits(_mm256_loadu_ps(xb + 8))),
+                              _mm256_max_epi32(abs_bits(_mm256_loadu_ps(xb + 16)), abs_bits(_mm256_loadu_ps(xb + 24))));
+    } else {
+      v[k] = _mm256_setzero_si256();
+    }
+  }
+  return reduce8_max_epi32(v);
+}
+
+// The first element of a block whose magnitude has the bits `amax` (ggml keeps the first on ties).
+LOWBIT_AVX2_INLINE float first_with_magnitude(const float* xb, std::uint32_t amax) {
+  const __m256i t = _mm256_set1_epi32(static_cast<int>(amax));
+  const std::uint32_t hit = lanes_of(_mm256_cmpeq_epi32(abs_bits(_mm256_loadu_ps(xb)), t)) |
+                            lanes_of(_mm256_cmpeq_epi32(abs_bits(_mm256_loadu_ps(xb + 8)), t)) << 8 |
+                            lanes_of(_mm256_cmpeq_epi32(abs_bits(_mm256_loadu_ps(xb + 16)), t)) << 16 |
+                            lanes_of(_mm256_cmpeq_epi32(abs_bits(_mm256_loadu_ps(xb + 24)), t)) << 24;
+  return xb[lowest_bit(hit)];
+}
+
+// Stops at the first block with NaN or Inf (non_finite_input) or whose scale overflows fp16
+// (scale_overflow): that block and the ones after it are not written.
+// ggml_quantize_q4_0: max = the first element of largest magnitude, d = max / -8, id = 1/d,
+// code = min(15, trunc(x * id + 8.5)) (NaN and negatives 0).
+LOWBIT_TARGET_AVX2 inline errc quantize_q4_0(const float* x, std::size_t blocks, ggml_block_q4_0* y) noexcept {
+  const __m256 c85 = _mm256_set1_ps(8.5f);
+  const __m256 c15 = _mm256_set1_ps(15.0f);
+  const __m256 zero = _mm256_setzero_ps();
+  for (std::size_t b0 = 0; b0 < blocks; b0 += 8) {
+    const std::size_t m = blocks - b0 < 8 ? blocks - b0 : 8;
+    const float* xb0 = x + b0 * 32;
+    const __m256i amax = block_absmax8(xb0, m);
+    const std::uint32_t bad_input = lanes_of(_mm256_cmpgt_epi32(amax, _mm256_set1_epi32(0x7F7FFFFF))) & ((1u << m) - 1u);
+    alignas(32) std::uint32_t av[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(av), amax);
+    alignas(32) float mv[8] = {};
+    const std::size_t valid = bad_input != 0 ? lowest_bit(bad_input) : m;
+    for (std::size_t k = 0; k < valid; ++k) mv[k] = av[k] != 0 ? first_with_magnitude(xb0 + k * 32, av[k]) : 0.0f;
+    const __m256 d = _mm256_div_ps(_mm256_load_ps(mv), _mm256_set1_ps(-8.0f));
+    const __m256 nonzero = _mm256_cmp_ps(d, zero, _CMP_NEQ_OQ);
+    const __m256 id = _mm256_and_ps(_mm256_div_ps(_mm256_set1_ps(1.0f), d), nonzero);  // 0 where d is 0
+    const __m128i h = _mm256_cvtps_ph(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const std::uint32_t overflow =
+        lanes_of(_mm256_cmpeq_epi32(_mm256_and_si256(_mm256_cvtepu16_epi32(h), _mm256_set1_epi32(0x7FFF)),
+                                    _mm256_set1_epi32(0x7C00))) & ((1u << valid) - 1u);
+    const std::size_t done = overflow != 0 ? lowest_bit(overflow) : valid;
+    alignas(16) std::uint16_t hv[8];
+    _mm_store_si128(reinterpret_cast<__m128i*>(hv), h);
+    alignas(32) float iv[8];
+    _mm256_store_ps(iv, id);
+    for (std::size_t k = 0; k < done; ++k) {
+      const float* xb = xb0 + k * 32;
+      const __m256 idv = _mm256_set1_ps(iv[k]);
+      __m256i q[4];
+      for (int i = 0; i < 4; ++i) {
+        const __m256 t = _mm256_add_ps(no_fma(_mm256_mul_ps(_mm256_loadu_ps(xb + 8 * i), idv)), c85);
+        q[i] = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(t, zero), c15));  // NaN -> 0
+      }
+      const __m256i lo = _mm256_or_si256(q[0], _mm256_slli_epi32(q[2], 4));  // bytes 0..7
+      const __m256i hi = _mm256_or_si256(q[1], _mm256_slli_epi32(q[3], 4));  // bytes 8..15
+      const __m256i w = _mm256_packus_epi32(lo, hi);
+      const __m256i bytes =
+          _mm256_permutevar8x32_epi32(_mm256_packus_epi16(w, w), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+      ggml_block_q4_0* yb = y + b0 + k;
+      yb->d = hv[k];
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(yb->qs), _mm256_castsi256_si128(bytes));
+    }
+    if (done < valid) return errc::scale_overflow;
+    if (valid < m) return errc::non_finite_input;
+  }
+  return errc::ok;
+}
+
+template <bool Stream>
+LOWBIT_TARGET_AVX2 inline void dequantize_q4_0(const ggml_block_q4_0* x, std::size_t blocks, float* y) noexcept {
+  const __m128i low = _mm_set1_epi8(0x0F);
+  const __m256i eight = _mm256_set1_epi8(8);
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const __m256 d = _mm256_set1_ps(half_to_float(x[b].d));
+    const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[b].qs));
+    const __m256i codes = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(qs, 4), low), _mm_and_si128(qs, low));
+    values32_small<Stream>(codes, eight, d, y + b * 32);
+  }
+}
+
+// ggml_quantize_q8_0: d = amax / 127, id = 1/d (0 for d = 0), q = roundf(x * id) clamped to
+// +-127 (NaN 0). roundf is trunc(v + copysign(0.49999997, v)): exact for |v| < 2^23 under
+// nearest-even (a fraction below 1/2 stays more than half an ulp short of the next integer).
+// A block whose id overflows (amax below 127 * 2^-128) takes the literal path.
+LOWBIT_TARGET_AVX2 inline errc quantize_q8_0(const float* x, std::size_t blocks, ggml_block_q8_0* y) noexcept {
+  const __m256 lim = _mm256_set1_ps(127.0f);
+  const __m256 nlim = _mm256_set1_ps(-127.0f);
+  const __m256 half = _mm256_set1_ps(0.5f);
+  const __m256 below_half = _mm256_set1_ps(0.49999997f);
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  const __m256i minus127 = _mm256_set1_epi8(-127);
+  for (std::size_t b0 = 0; b0 < blocks; b0 += 8) {
+    const std::size_t m = blocks - b0 < 8 ? blocks - b0 : 8;
+    const float* xb0 = x + b0 * 32;
+    const __m256i amax = block_absmax8(xb0, m);
+    const std::uint32_t bad_input = lanes_of(_mm256_cmpgt_epi32(amax, _mm256_set1_epi32(0x7F7FFFFF))) & ((1u << m) - 1u);
+    const std::size_t valid = bad_input != 0 ? lowest_bit(bad_input) : m;
+    const __m256 d = _mm256_div_ps(_mm256_castsi256_ps(amax), _mm256_set1_ps(127.0f));
+    const __m256 nonzero = _mm256_cmp_ps(d, _mm256_setzero_ps(), _CMP_NEQ_OQ);
+    const __m256 id = _mm256_and_ps(_mm256_div_ps(_mm256_set1_ps(1.0f), d), nonzero);
+    const __m128i h = _mm256_cvtps_ph(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const std::uint32_t overflow =
+        lanes_of(_mm256_cmpeq_epi32(_mm256_and_si256(_mm256_cvtepu16_epi32(h), _mm256_set1_epi32(0x7FFF)),
+                                    _mm256_set1_epi32(0x7C00))) & ((1u << valid) - 1u);
+    const std::size_t done = overflow != 0 ? lowest_bit(overflow) : valid;
+    alignas(16) std::uint16_t hv[8];
+    _mm_store_si128(reinterpret_cast<__m128i*>(hv), h);
+    alignas(32) float iv[8];
+    _mm256_store_ps(iv, id);
+    for (std::size_t k = 0; k < done; ++k) {
+      const float* xb = xb0 + k * 32;
+      const __m256 idv = _mm256_set1_ps(iv[k]);
+      __m256i q[4];
+      if ((float_bits(iv[k]) & 0x7F800000u) != 0x7F800000u) {  // id finite: |x * id| <= 127 (1 + 2^-23)
+        for (int i = 0; i < 4; ++i) {
+          const __m256 t = no_fma(_mm256_mul_ps(_mm256_loadu_ps(xb + 8 * i), idv));
+          q[i] = _mm256_cvttps_epi32(_mm256_add_ps(t, _mm256_or_ps(_mm256_and_ps(t, sign), below_half)));
+        }
+      } else {  // id = Inf: products are +-Inf or NaN
+        for (int i = 0; i < 4; ++i) {
+          __m256 t = _mm256_mul_ps(_mm256_loadu_ps(xb + 8 * i), idv);
+          t = _mm256_and_ps(t, _mm256_cmp_ps(t, t, _CMP_ORD_Q));  // NaN (0 * Inf) -> 0
+          t = _mm256_min_ps(_mm256_max_ps(t, nlim), lim);
+          const __m256 tr = _mm256_round_ps(t, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+          const __m256 frac = _mm256_castsi256_ps(abs_bits(_mm256_sub_ps(t, tr)));
+          const __m256i up = _mm256_castps_si256(_mm256_cmp_ps(frac, half, _CMP_GE_OQ));
+          const __m256i sgn = _mm256_or_si256(_mm256_srai_epi32(_mm256_castps_si256(t), 31), _mm256_set1_epi32(1));
+          q[i] = _mm256_add_epi32(_mm256_cvttps_epi32(tr), _mm256_and_si256(up, sgn));
+        }
+      }
+      ggml_block_q8_0* yb = y + b0 + k;
+      yb->d = hv[k];
+      // packs saturates 128 to 127; -128 is raised to -127.
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(yb->qs), _mm256_max_epi8(pack_signed32(q[0], q[1], q[2], q[3]), minus127));
+    }
+    if (done < valid) return errc::scale_overflow;
+    if (valid < m) return errc::non_finite_input;
+  }
+  return errc::ok;
+}
+
+template <bool Stream>
+LOWBIT_TARGET_AVX2 inline void dequantize_q8_0(const ggml_block_q8_0* x, std::size_t blocks, float* y) noexcept {
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const __m256 d = _mm256_set1_ps(half_to_float(x[b].d));
+    const std::int8_t* qs = x[b].qs;
+    float* yb = y + b * 32;
+    for (int k = 0; k < 4; k += 2) {
+      const __m128i q0 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + 8 * k));
+      const __m128i q1 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + 8 + 8 * k));
+      put16<Stream>(yb + 8 * k, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q0)), d),
+                    _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q1)), d));
+    }
+  }
+}
+
+}  // namespace ggml_detail
+
+namespace ggml {
+// The entry points (plain functions, no target attribute). The caller holds the IEEE scope
+// (kernels/fp_env.hpp). The quantizers return errc::ok or the reference's error for the first
+// block they stop at, leaving that block and the ones after it unwritten.
+inline errc quantize_q4_0(const float* x, std::size_t blocks, ggml_block_q4_0* y) noexcept {
+  return ggml_detail::quantize_q4_0(x, blocks, y);
+}
+inline void dequantize_q4_0(const ggml_block_q4_0* x, std::size_t blocks, float* y) noexcept {
+  if (int_detail::streams_f32(y, blocks * 32, 32)) {
+    ggml_detail::dequantize_q4_0<true>(x, blocks, y);
+    _mm_sfence();
+  } else {
+    ggml_detail::dequantize_q4_0<false>(x, blocks, y);
+  }
+}
+inline errc quantize_q8_0(const float* x, std::size_t blocks, ggml_block_q8_0* y) noexcept {
+  return ggml_detail::quantize_q8_0(x, blocks, y);
+}
+inline void dequantize_q8_0(const ggml_block_q8_0* x, std::size_t blocks, float* y) noexcept {
+  if (int_detail::streams_f32(y, blocks * 32, 32)) {
+    ggml_detail::dequantize_q8_0<true>(x, blocks, y);
+    _mm_sfence();
+  } else {
+    ggml_detail::dequantize_q8_0<false>(x, blocks, y);
+  }
+}
+}  // namespace ggml
+}  // namespace avx2
+}  // namespace kernels
+}  // namespace lowbit
+
+#endif  // LOWBIT_HAS_AVX2_KERNELS
+
+#endif  // LOWBIT_KERNELS_GGML_AVX2_HPP
