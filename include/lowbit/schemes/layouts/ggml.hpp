@@ -38,6 +38,15 @@ inline bool exact_half(float scale, std::uint16_t* bits) noexcept {
   *bits = h.bits();
   return static_cast<float>(h) == scale;
 }
+// One block from 32 lowbit codes (offset binary) and its fp16-exact scale.
+inline void put_block(const std::uint8_t* codes, float scale, ggml_block_q4_0* b) noexcept {
+  (void)exact_half(scale, &b->d);
+  for (std::size_t j = 0; j < 16; ++j) b->qs[j] = static_cast<std::uint8_t>(codes[j] | codes[j + 16] << 4);
+}
+inline void put_block(const std::uint8_t* codes, float scale, ggml_block_q8_0* b) noexcept {
+  (void)exact_half(scale, &b->d);
+  for (std::size_t j = 0; j < ggml_block_size; ++j) b->qs[j] = static_cast<std::int8_t>(static_cast<int>(codes[j]) - 128);
+}
 }  // namespace detail
 
 // quantize_row_q4_0_ref, bit for bit: per block, max = the element of largest magnitude (the
@@ -114,11 +123,7 @@ inline bool exact_half(float scale, std::uint16_t* bits) noexcept {
     if (!detail::exact_half(scales[b], &h)) return errc::bad_argument;
   for (std::size_t i = 0; i < n; ++i)
     if (codes[i] > 15) return errc::bad_argument;
-  for (std::size_t b = 0; b < nb; ++b) {
-    const std::uint8_t* cb = codes + b * ggml_block_size;
-    (void)detail::exact_half(scales[b], &blocks[b].d);
-    for (std::size_t j = 0; j < 16; ++j) blocks[b].qs[j] = static_cast<std::uint8_t>(cb[j] | cb[j + 16] << 4);
-  }
+  for (std::size_t b = 0; b < nb; ++b) detail::put_block(codes + b * ggml_block_size, scales[b], &blocks[b]);
   return status{};
 }
 
@@ -155,11 +160,7 @@ inline bool exact_half(float scale, std::uint16_t* bits) noexcept {
   std::uint16_t h = 0;
   for (std::size_t b = 0; b < nb; ++b)
     if (!detail::exact_half(scales[b], &h)) return errc::bad_argument;
-  for (std::size_t b = 0; b < nb; ++b) {
-    (void)detail::exact_half(scales[b], &blocks[b].d);
-    for (std::size_t j = 0; j < ggml_block_size; ++j)
-      blocks[b].qs[j] = static_cast<std::int8_t>(static_cast<int>(codes[b * ggml_block_size + j]) - 128);
-  }
+  for (std::size_t b = 0; b < nb; ++b) detail::put_block(codes + b * ggml_block_size, scales[b], &blocks[b]);
   return status{};
 }
 
