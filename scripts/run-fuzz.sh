@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Builds the fuzz targets (tests/fuzz/fuzz_*.cpp) with the `fuzz` preset: clang++, libFuzzer,
+# ASan + UBSan. Then runs each for a share of SECONDS (default 300) of wall time, two at a time
+# on two cores, from a small seed corpus this script generates under build/fuzz/corpus.
+#
+#   bash scripts/run-fuzz.sh [SECONDS] [TARGET...]
+#
+# A crash stops nothing else; at the end every reproducer found is listed (path and hex) and
+# the script fails. Replay one with: build/fuzz/tests/fuzz/fuzz_<family> <reproducer>.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+budget="${1:-300}"
+shift || true
+
+# shellcheck source=scripts/ensure-packages.sh
+source scripts/ensure-packages.sh
+# libclang-rt-dev holds libFuzzer and clang's sanitizer runtimes (only recommended by clang).
+ensure_packages cmake ninja-build g++ clang libclang-rt-dev
+
+jobs="$(nproc 2>/dev/null || echo 2)"
+export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$jobs}"
+cmake --workflow --preset fuzz
+
+bin="$root/build/fuzz/tests/fuzz"
+work="$root/build/fuzz"
+if [ "$#" -gt 0 ]; then
+  targets=("$@")
+else
+  targets=()
+  for f in "$bin"/fuzz_*; do
+    [ -x "$f" ] && targets+=("$(basename "$f")")
+  done
+fi
+if [ "${#targets[@]}" -eq 0 ]; then
+  echo "lowbit: no fuzz targets in $bin" >&2
+  exit 1
+fi
+
+# Seed corpus: 24 small deterministic inputs per target (an LCG; no files in the repository).
+# Byte 0 of each walks the first choice a target makes (format, family, scheme).
+make_corpus() {
+  local dir="$1" k i x bytes
+  mkdir -p "$dir"
+  for k in $(seq 0 23); do
+    x=$(( k * 2654435761 + 12345 ))
+    bytes="\\x$(printf %02x "$k")"
+    for i in $(seq 1 $(( 16 + k * 24 ))); do
+      x=$(( (x * 1103515245 + 12345) & 0x7fffffff ))
+      bytes+="\\x$(printf %02x $(( (x >> 16) & 255 )))"
+    done
+    printf "%b" "$bytes" > "$dir/seed-$k"
+  done
+}
+
+parallel="${LOWBIT_FUZZ_PARALLEL:-$jobs}"
+[ "$parallel" -ge 1 ] || parallel=1
+# Each target gets budget * parallel / targets seconds of its own core.
+per_target=$(( budget * parallel / ${#targets[@]} ))
+[ "$per_target" -ge 5 ] || per_target=5
+echo "lowbit: fuzzing ${#targets[@]} targets, ${per_target} s each, ${parallel} at a time"
+
+export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+
+run_one() {
+  local t="$1" corpus="$work/corpus/$1" artifacts="$work/artifacts/$1"
+  rm -rf "$artifacts"
+  mkdir -p "$artifacts"
+  [ -n "$(ls -A "$corpus" 2>/dev/null)" ] || make_corpus "$corpus"
+  local start end
+  start=$(date +%s)
+  "$bin/$t" -max_total_time="$per_target" -timeout=60 -rss_limit_mb=4096 -max_len=8192 \
+    -print_final_stats=1 -artifact_prefix="$artifacts/" "$corpus" > "$work/$t.log" 2>&1 || true
+  end=$(date +%s)
+  local execs
+  execs=$(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "$work/$t.log" | grep -o '[0-9]*$' || echo '?')
+  echo "$t: $(( end - start )) s, $execs inputs, corpus $(ls "$corpus" | wc -l) files"
+}
+
+mkdir -p "$work"
+running=0
+for t in "${targets[@]}"; do
+  run_one "$t" &
+  running=$(( running + 1 ))
+  if [ "$running" -ge "$parallel" ]; then
+    wait -n || true
+    running=$(( running - 1 ))
+  fi
+done
+wait
+
+status=0
+for t in "${targets[@]}"; do
+  for a in "$work/artifacts/$t"/*; do
+    [ -e "$a" ] || continue
+    status=1
+    echo
+    echo "==> $t found $(basename "$a") ($(wc -c < "$a") bytes); log: $work/$t.log"
+    od -An -v -tx1 "$a" | tr -d ' \n' | head -c 4096
+    echo
+    grep -m1 -B2 -A25 "ERROR\|fuzz check failed\|runtime error" "$work/$t.log" || true
+  done
+done
+exit "$status"
