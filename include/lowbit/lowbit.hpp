@@ -3,6 +3,7 @@
 #ifndef LOWBIT_LOWBIT_HPP
 #define LOWBIT_LOWBIT_HPP
 
+#include "core/checks.hpp"
 #include "core/config.hpp"
 #include "core/cpu.hpp"
 #include "core/rounding.hpp"
@@ -16,10 +17,12 @@
 #include "formats/io.hpp"
 #include "convert.hpp"
 #include "metrics.hpp"
+#include "schemes/export.hpp"
 #include "schemes/integer.hpp"
 #include "schemes/layouts.hpp"
 #include "schemes/mx.hpp"
 #include "schemes/nvfp4.hpp"
+#include "schemes/quantized_matrix.hpp"
 #include "schemes/storage.hpp"
 
 #endif  // LOWBIT_LOWBIT_HPP
