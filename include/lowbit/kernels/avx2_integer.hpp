@@ -9,28 +9,8 @@
 //   dequantize_groups()    codes (one per byte, or nibbles) of consecutive groups to float32 or
 //                          bfloat16, scales and zero-points validated on the way
 //
-// Exactness. The reference divides: y = x / s in IEEE float (round to nearest even, subnormals
-// honoured), then rounds y to a code with round_to_code. Every entry point here runs inside an
-// ieee_scope (kernels/fp_env.hpp), so the vector float instructions do the same IEEE operations
-// whatever the caller's MXCSR (FTZ, DAZ, rounding control) is. Roundings to an integer use
-// _mm256_round_ps with an explicit mode, which ignores MXCSR anyway.
-//
-// Dividing costs a vdivps per 8 elements; the nearest modes multiply by r = 1/s instead and prove
-// the result: with s normal and |s| < 2^126, y0 = RN(x * RN(1/s)) is within 3.01 * 2^-24 |y| of
-// y = RN(x / s), so within 2.3e-5 once |y0| <= 257 (the table clamps y0 to [lo - 1, hi + 1]; the
-// symmetric minmax path has |y| <= 128.5 by construction). Unless y0 lies that close to a
-// half-integer, y0 and y round to the same integer in every nearest mode (ties only matter at
-// half-integers). The table's kernel flags values within 2^-12 of one; the symmetric path rounds
-// y0 to a 2^-13 grid and flags grid points next to one (sym_group_grid). A flagged 32-element
-// chunk is redone by division. Random data hits this about once per 2000-3000 values.
-//
-// Symmetric minmax quantization works in batches of 8 groups: the groups' absmax reduced to one
-// lane each, their scales computed together (two divisions per 8 groups), software-pipelined one
-// batch ahead so that the division latency overlaps the previous batch's codes.
-//
-// Nothing here inlines the scalar reference code into an AVX2 function: the reference's a * b + c
-// compiles without FMA under the default flags, and would be contracted inside a target("fma")
-// function. The few products whose rounding must stay separate go through no_fma().
+// Why these kernels give the reference's bytes (reciprocals proven or redone by division, the
+// grid rounding, the scales rounded once): docs/kernels.md, "Integer kernels".
 #ifndef LOWBIT_KERNELS_AVX2_INTEGER_HPP
 #define LOWBIT_KERNELS_AVX2_INTEGER_HPP
 
@@ -209,13 +189,19 @@ LOWBIT_AVX2_INLINE __m256i widen8(__m256i v) {
   return _mm256_cvtepu8_epi32(K % 2 == 0 ? h : _mm_srli_si128(h, 8));
 }
 
+// Float bits with the low 16 bits rounded to nearest even into the high half (finite values;
+// the low half is garbage): the one bfloat16 rounding of this file.
+LOWBIT_AVX2_INLINE __m256i bf16_rounded(__m256 v) {
+  const __m256i b = _mm256_castps_si256(v);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
+  return _mm256_add_epi32(_mm256_add_epi32(b, _mm256_set1_epi32(0x7FFF)), lsb);
+}
+
 // Round-to-nearest-even of finite float bits to bfloat16 bits, saturating as encode<bfloat16>
 // does with its default policy (+-Inf and values rounding past the largest finite give +-max).
 // Lanes hold the 16-bit results.
 LOWBIT_AVX2_INLINE __m256i to_bf16_bits(__m256 v) {
-  const __m256i b = _mm256_castps_si256(v);
-  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
-  __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(b, _mm256_set1_epi32(0x7FFF)), lsb), 16);
+  const __m256i r = _mm256_srli_epi32(bf16_rounded(v), 16);
   const __m256i inf = _mm256_cmpeq_epi32(_mm256_and_si256(r, _mm256_set1_epi32(0x7FFF)), _mm256_set1_epi32(0x7F80));
   return _mm256_add_epi32(r, inf);  // Inf -> max finite (0x7F80 - 1 = 0x7F7F)
 }
@@ -644,25 +630,15 @@ LOWBIT_AVX2_INLINE std::uint32_t lanes_of(__m256i m) {
 
 // Round-to-nearest-even of positive finite floats to bfloat16 (bits in the high half).
 LOWBIT_AVX2_INLINE __m256i round_bf16_high(__m256 v) {
-  const __m256i b = _mm256_castps_si256(v);
-  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
-  const __m256i r = _mm256_add_epi32(_mm256_add_epi32(b, _mm256_set1_epi32(0x7FFF)), lsb);
-  return _mm256_and_si256(r, _mm256_set1_epi32(static_cast<int>(0xFFFF0000u)));
+  return _mm256_and_si256(bf16_rounded(v), _mm256_set1_epi32(static_cast<int>(0xFFFF0000u)));
 }
 
 // ------------------------------------------------------------------------------------------------
 // Fused symmetric quantization
 //
-// Per batch of 8 groups: the lane-wise absmax of each group, folded into one vector (a lane per
-// group); then the scales of all 8 at once: s = stored(amax / D), exactly as make_int_codec and
-// store_scale compute it (they divide in double and round once to the format): the float quotient
-// RN24(a/D) equals RN24(RN53(a/D)) (53 >= 2*24 + 2), and rounding it to fp16 or bfloat16 equals
-// rounding a/D directly, because a/D (a on a 2^-23-relative grid, D = N/2^j with N < 2^(k+1) for
-// D in [2^k, 2^(k+1))) never lies within half a float ulp of a half-way point of those formats
-// without being on it; with a >= 2^-100 the quotient is a normal float. Then each group's codes
-// with its broadcast scale and reciprocal. A group with NaN or Inf, a largest magnitude in
-// (0, 2^-100) or from 2^126 up, or a scale its format cannot hold ends the call, the groups
-// before it done.
+// Per batch of 8 groups: absmax, the 8 scales at once, then each group's codes; a group the
+// reference must do ends the call. The proof that the scales are make_int_codec's:
+// docs/kernels.md, "Fused symmetric quantization".
 
 // s = q (finite, >= 0 or -0) rounded to nearest even in fmt; returns the lanes it overflows
 // (the reference's scale_overflow).
@@ -690,14 +666,7 @@ LOWBIT_AVX2_INLINE __m256i scales_for(__m256 a, __m256 divisor, scale_storage fm
   return to_scale_format(_mm256_div_ps(a, divisor), fmt, s);
 }
 
-// The hot case: one group of 32k values, a nearest mode, |x / s| < 512 by construction (x within
-// the group's amax, s = amax / D rounded). y = x * (1/s) is rounded to the grid 2^-13 by adding
-// 1536 (the sum has that ulp), so the float's low bits hold v = round(y * 2^13); then
-// code = (v + 0x1000 + 1) >> 13, unless v is within one grid step of a half-integer
-// (v mod 2^13 in {0xFFF, 0x1000, 0x1001}), which makes the call return false and the caller
-// redo the group with the division. Non-flagged values lie at least 3 * 2^-14 from every
-// half-integer, against an error of at most 3 * 2^-24 * 128.5 < 2.3e-5 in y (a contracted
-// x * r + 1536 is nearer still), so they round as RN(x / s) does. Signed byte clamp, zero-point.
+// The constants of the grid rounding of group_grid (below; docs/kernels.md has the proof).
 struct grid_consts {
   __m256 grid;     // 1536.0f: its ulp is 2^-13
   __m256i bias;    // bits(1536) - (0x1000 + 1) - zero_point * 2^13
@@ -744,16 +713,9 @@ LOWBIT_TARGET_AVX2 LOWBIT_INT_NOINLINE void sym_chunk_exact_store(const float* x
 
 // The codes of groups of 32k values by the grid, shared by the symmetric and affine paths.
 // r: the broadcast 1/s; m: the broadcast offset subtracted first (Offset; the reference's x - m);
-// k.bias carries the group's zero-point. y = (x [- m]) * r is rounded to multiples of 2^-13 by
-// adding 1536 (the sum has that ulp), so the float's low bits hold v = round(y * 2^13), and
-// code = (v + 0x1000 + 1) >> 13 + zero-point, unless v is within one step of a half-integer
-// (v mod 2^13 in {0xFFF, 0x1000, 0x1001}): then exact(xc, out) redoes the 32-value chunk by
-// division. Other values lie at least 3 * 2^-14 from every half-integer, against an error of at
-// most 3.01 * 2^-24 * 401 < 7.2e-5 in y for |y| < 401 (a contracted x * r + 1536 is nearer
-// still), so they round as RN(x / s) does. The caller guarantees |y| < 401, so the sum stays in
-// [1024, 2048) and code + zero-point in -401 .. 656; packus saturates below 0 and min_epu8 clamps
-// the top at code_max (the only clamps either scheme needs: code_min is 0, or a symmetric
-// restricted code that |x / s| <= D (1 + 2^-8) cannot take below 1).
+// k.bias carries the group's zero-point; exact(xc, out) redoes a 32-value chunk that came near a
+// half-integer by division. The caller guarantees |(x [- m]) * r| < 401. Why the rest rounds as
+// RN(x / s) does: docs/kernels.md, "The grid rounding".
 template <bool Nibbles, bool Offset, class Exact>
 LOWBIT_AVX2_INLINE void group_grid(const float* x, std::size_t chunks, __m256 r, __m256 m, const grid_consts& k,
                                    const Exact& exact, std::uint8_t* out) {
@@ -978,25 +940,10 @@ LOWBIT_TARGET_AVX2 inline std::size_t quantize_symmetric_impl(const int_symmetri
 // ------------------------------------------------------------------------------------------------
 // Fused affine quantization (integer zero-point, or float offset)
 //
-// Per batch of 8 groups: each group's lane-wise min and max (float min and max, exact in the IEEE
-// scope; the sign of a zero bound changes nothing below), beside a sum of x * 0 that turns NaN
-// and Inf into NaN, folded into one lane per group. Then make_int_codec's parameters for all 8
-// at once, computed as it computes them:
-//   scale = stored((dhi - dlo) / code_max), [dlo, dhi] the range widened to contain 0 where the
-//     scheme says so: the subtraction and the division in double (4 lanes a vector), rounded to
-//     float32 directly, or for fp16 / bfloat16 first to a float rounded to odd (truncated, the
-//     last bit set when inexact), which then rounds to nearest even in the 2-byte format as the
-//     double itself would: a float carries at least 2 bits more than either format (Boldo and
-//     Melquiond, "When double rounding is odd", 2005); never a double rounding through a float
-//     rounded to nearest.
-//   zero-point = clamp(round_even(float(-dlo) / scale), 0, code_max), 0 when the scale is 0; or
-//   offset = stored(lo), one rounding of a float; neither ever -0.
-// Then each group's codes: by the grid (group_grid) in a nearest mode when the group length is a
-// multiple of 32, 1/s is normal and every (x - m) * (1/s) of the group stays within +-400, which
-// the group's lo and hi tell (the rounded subtraction and product are monotone in x); otherwise by
-// quantize_run, the table's kernel (reciprocal with exact redo in the nearest modes, division in
-// the others). A group with NaN or Inf, or whose scale or offset its format cannot hold, ends
-// the call, the groups before it done.
+// Per batch of 8 groups: min, max and a NaN/Inf flag, make_int_codec's parameters for all 8 at
+// once, then each group's codes (by the grid where it applies, else quantize_run); a group the
+// reference must do ends the call. How the parameters equal make_int_codec's: docs/kernels.md,
+// "Fused affine quantization".
 
 // Lane-wise min and max of a group of n >= 1 values, and nf: NaN in a lane that met NaN or Inf.
 // A short group repeats its first value; a partial last vector is loaded again overlapping the one
