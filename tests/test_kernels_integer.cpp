@@ -1352,7 +1352,7 @@ TEST(KernelsIntegerGgml, SameStateOnNormalBlocks) {
 }
 
 // Float outputs of 16 MiB or more are written with non-temporal stores when the destination is
-// 32-byte aligned (kernels/avx2_integer.hpp's streams_f32): the same values as the scalar path,
+// 32-byte aligned (kernels/integer/avx2_table.hpp's streams_f32): the same values as the scalar path,
 // for the group dequantizers (bytes and nibbles, symmetric and affine) and the ggml blocks, with
 // the destination aligned (streamed) and misaligned by one float (not streamed).
 TEST(KernelsIntegerBulk, LargeOutputsStreamTheSameValues) {

@@ -15,7 +15,7 @@
 // are computed in double and rounded once to their storage format. Codes are always computed
 // against the stored scale, so dequantize(quantize(x)) is what an engine reading the checkpoint
 // gets. Each bulk call runs the AVX2 kernels when lowbit::active_isa() selects them, else the
-// scalar reference (kernels/int_group.hpp); both give the same bytes.
+// scalar reference (kernels/integer/reference.hpp); both give the same bytes.
 //
 // Calls follow docs/api.md: f(inputs, shape, options, outputs, random_bits); the checks run
 // options -> shape -> n = 0 (ok, nothing written) -> buffers (null, misaligned, overlapping) ->
@@ -39,8 +39,8 @@
 #include "../core/status.hpp"
 #include "../formats/types.hpp"
 #include "../kernels/fp_env.hpp"
-#include "../kernels/int_group.hpp"
-#include "../kernels/integer_dispatch.hpp"
+#include "../kernels/integer/dispatch.hpp"
+#include "../kernels/integer/reference.hpp"
 #include "layouts/bitstream.hpp"
 #include "storage.hpp"
 
@@ -74,7 +74,7 @@ enum class granularity : std::uint8_t {
 };
 
 // scale_storage (fp32, fp16, bf16), the storage format of scales and float offsets, and
-// bytes_per_scale() are defined in kernels/int_group.hpp, shared with the kernels.
+// bytes_per_scale() are defined in kernels/integer/reference.hpp, shared with the kernels.
 
 // How the range [lo, hi] behind a scale is chosen.
 //  minmax    the group's amax (symmetric) or min/max (affine).
@@ -230,7 +230,7 @@ struct int_grouping {
 // ---------------------------------------------------------------------------------------------
 // Rounding. round_to_code (x / s to a code), int_group_codec (one group's parameters), the
 // scalar reference kernels int_ref and the int_kernels table they fill are in
-// kernels/int_group.hpp, shared with the SIMD kernels.
+// kernels/integer/reference.hpp, shared with the SIMD kernels.
 
 namespace detail {
 // Whether every value of the codec's grid is a finite float as the dequantizer computes it

@@ -1,6 +1,6 @@
 // lowbit: AVX2 kernels of the ggml Q4_0 / Q8_0 blocks, bit-identical to the scalar reference
 // beside them (kernels/ggml/reference.hpp); tests/test_kernels_integer.cpp (KernelsIntegerGgml)
-// proves them equal. Shares the integer kernels' vector helpers (kernels/avx2_integer.hpp).
+// proves them equal. Shares the integer kernels' vector helpers (kernels/integer/).
 #ifndef LOWBIT_KERNELS_GGML_AVX2_HPP
 #define LOWBIT_KERNELS_GGML_AVX2_HPP
 
@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "../../core/status.hpp"
-#include "../avx2_integer.hpp"
+#include "../integer/avx2_dequantize.hpp"
 #include "reference.hpp"
 
 #if LOWBIT_HAS_AVX2_KERNELS

@@ -14,7 +14,7 @@
 
 #include "../../core/status.hpp"
 #include "../../formats/types.hpp"
-#include "../int_group.hpp"
+#include "../integer/reference.hpp"
 
 namespace lowbit {
 

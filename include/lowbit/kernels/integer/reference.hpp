@@ -2,16 +2,17 @@
 // SIMD kernels: the storage format of scales (scale_storage), one group's codec
 // (int_group_codec), the rounding of x / s to a code (round_to_code), the scalar reference
 // kernels (kernels::int_ref) and the internal table a SIMD path replaces them with
-// (kernels::int_kernels). schemes/integer.hpp builds the schemes on top; kernels/avx2_integer.hpp
-// implements the same table with AVX2. This file knows only core/: kernels sit below schemes.
-#ifndef LOWBIT_KERNELS_INT_GROUP_HPP
-#define LOWBIT_KERNELS_INT_GROUP_HPP
+// (kernels::int_kernels). schemes/integer.hpp builds the schemes on top; avx2_table.hpp beside
+// this file implements the same table with AVX2, avx2_{symmetric,affine,dequantize}.hpp the
+// whole-matrix paths (docs/kernels.md: why they give these bytes). This file knows only core/: kernels sit below schemes.
+#ifndef LOWBIT_KERNELS_INTEGER_REFERENCE_HPP
+#define LOWBIT_KERNELS_INTEGER_REFERENCE_HPP
 
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 
-#include "../core/rounding.hpp"
+#include "../../core/rounding.hpp"
 
 namespace lowbit {
 
@@ -185,4 +186,4 @@ inline const int_kernels& reference_int_kernels() noexcept {
 }  // namespace kernels
 }  // namespace lowbit
 
-#endif  // LOWBIT_KERNELS_INT_GROUP_HPP
+#endif  // LOWBIT_KERNELS_INTEGER_REFERENCE_HPP

@@ -14,10 +14,14 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "../core/cpu.hpp"
-#include "avx2_integer.hpp"
-#include "fp_env.hpp"
-#include "int_group.hpp"
+#include "../../core/cpu.hpp"
+#include "../fp_env.hpp"
+#include "avx2_affine.hpp"
+#include "avx2_dequantize.hpp"
+#include "avx2_symmetric.hpp"
+#include "avx2_table.hpp"
+#include "jobs.hpp"
+#include "reference.hpp"
 
 namespace lowbit {
 namespace kernels {

@@ -1,0 +1,143 @@
+// lowbit: AVX2 kernels of the integer schemes, part 4 (internal): the fused dequantization of
+// consecutive groups (dequantize_groups) to float32 or bfloat16, the stored parameters checked on
+// the way as stored_int_codec does. Its 32-code helpers also serve kernels/ggml/avx2.hpp.
+#ifndef LOWBIT_KERNELS_INTEGER_AVX2_DEQUANTIZE_HPP
+#define LOWBIT_KERNELS_INTEGER_AVX2_DEQUANTIZE_HPP
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "avx2_table.hpp"
+
+#if LOWBIT_HAS_AVX2_KERNELS
+
+namespace lowbit {
+namespace kernels {
+namespace avx2 {
+namespace int_detail {
+
+// ------------------------------------------------------------------------------------------------
+// Fused dequantization of groups, 8 at a time: the stored parameters are checked as
+// stored_int_codec does (finite and representable in the format; an integer zero-point in
+// 0..2^b-1), then each group is dequantized with its broadcast parameters.
+
+// Lanes of v that are finite and exactly representable in fmt (is_stored_scale).
+LOWBIT_AVX2_INLINE __m256i stored_ok(__m256 v, scale_storage fmt) {
+  const __m256i b = _mm256_castps_si256(v);
+  const __m256i exp = _mm256_set1_epi32(0x7F800000);
+  const __m256i finite = _mm256_xor_si256(_mm256_cmpeq_epi32(_mm256_and_si256(b, exp), exp), _mm256_set1_epi32(-1));
+  switch (fmt) {
+    case scale_storage::fp32: return finite;
+    case scale_storage::fp16: {
+      const __m256 back = _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+      return _mm256_and_si256(finite, _mm256_castps_si256(_mm256_cmp_ps(back, v, _CMP_EQ_OQ)));
+    }
+    case scale_storage::bf16:
+      return _mm256_and_si256(finite, _mm256_cmpeq_epi32(_mm256_and_si256(b, _mm256_set1_epi32(0xFFFF)),
+                                                         _mm256_setzero_si256()));
+  }
+  return finite;
+}
+
+// 32 nibble codes minus an integer zero-point (both 0..15, so the difference fits a signed byte)
+// -> 32 results.
+template <bool Stream, class Out>
+LOWBIT_AVX2_INLINE void values32_small(__m256i codes, __m256i z8, __m256 s, Out* y) {
+  const __m256i d = _mm256_sub_epi8(codes, z8);
+  const __m128i lo = _mm256_castsi256_si128(d);
+  const __m128i hi = _mm256_extracti128_si256(d, 1);
+  put16<Stream>(y, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)), s),
+                _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))), s));
+  put16<Stream>(y + 16, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)), s),
+        _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))), s));
+}
+
+// One group of nibbles (starting at an even element) with an integer zero-point.
+template <bool Stream, class Out>
+LOWBIT_AVX2_INLINE void dequantize_nibbles(const std::uint8_t* codes, std::size_t n, int zero_point, __m256 s,
+                                           Out* y) {
+  const __m256i z8 = _mm256_set1_epi8(static_cast<char>(zero_point));
+  std::size_t i = 0;
+  for (; i + 32 <= n; i += 32) values32_small<Stream>(load_nibbles(codes + i / 2), z8, s, y + i);
+  if (i < n) {
+    const std::size_t m = n - i;
+    alignas(32) std::uint8_t cb[16] = {};
+    Out yb[32];
+    std::memcpy(cb, codes + i / 2, (m + 1) / 2);
+    values32_small<false>(load_nibbles(cb), z8, s, yb);
+    std::memcpy(y + i, yb, m * sizeof(Out));
+  }
+}
+
+template <bool Nibbles, bool Stream, class Out>
+LOWBIT_TARGET_AVX2 inline std::size_t dequantize_groups_impl(const int_dequantize_job& j, Out* y, std::size_t first,
+                                                             std::size_t last) noexcept {
+  const std::size_t len = j.group_length;
+  const bool offsets = j.zeros != nullptr && j.zeros_are_offsets;
+  for (std::size_t g0 = first; g0 < last; g0 += 8) {
+    const std::size_t m = last - g0 < 8 ? last - g0 : 8;
+    const __m256i lanes = lane_mask(m);
+    const __m256 s = _mm256_maskload_ps(j.scales + g0, lanes);
+    __m256i ok = stored_ok(s, j.scale_format);
+    __m256 zv = _mm256_setzero_ps();
+    if (j.zeros != nullptr) {
+      zv = _mm256_maskload_ps(j.zeros + g0, lanes);
+      if (offsets) {
+        ok = _mm256_and_si256(ok, stored_ok(zv, j.scale_format));
+      } else {  // an integer in 0..code_max
+        const __m256 in_range = _mm256_and_ps(_mm256_cmp_ps(zv, _mm256_setzero_ps(), _CMP_GE_OQ),
+                                              _mm256_cmp_ps(zv, _mm256_set1_ps(static_cast<float>(j.code_max)), _CMP_LE_OQ));
+        const __m256 integral =
+            _mm256_cmp_ps(_mm256_round_ps(zv, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC), zv, _CMP_EQ_OQ);
+        ok = _mm256_and_si256(ok, _mm256_castps_si256(_mm256_and_ps(in_range, integral)));
+      }
+    }
+    const std::uint32_t stop = ~lanes_of(ok) & ((1u << m) - 1u);
+    const std::size_t done = stop != 0 ? lowest_bit(stop) : m;
+    alignas(32) float sv[8];
+    alignas(32) float zf[8];
+    _mm256_store_ps(sv, s);
+    _mm256_store_ps(zf, zv);
+    for (std::size_t k = 0; k < done; ++k) {
+      const std::size_t g = g0 + k;
+      const int zp = j.zeros == nullptr ? j.zero_point : offsets ? 0 : static_cast<int>(zf[k]);
+      if (Nibbles && !offsets) {
+        dequantize_nibbles<Stream>(j.codes + g * len / 2, len, zp, _mm256_set1_ps(sv[k]), y + g * len);
+      } else {
+        const dctx d = make_dctx(sv[k], zp, offsets, zf[k]);
+        const std::uint8_t* codes = Nibbles ? j.codes + g * len / 2 : j.codes + g * len;
+        dequantize_run<Nibbles, Stream>(codes, len, d, y + g * len);
+      }
+    }
+    if (stop != 0) return g0 + done;
+  }
+  return last;
+}
+
+}  // namespace int_detail
+
+// Dequantizes groups [first, last) of j; returns the first group whose stored parameters are not
+// valid (the caller reports the reference's error), or last.
+inline std::size_t dequantize_groups(const int_dequantize_job& j, std::size_t first, std::size_t last) noexcept {
+  if (j.y_bf16 != nullptr) {
+    return j.packed_nibbles ? int_detail::dequantize_groups_impl<true, false>(j, j.y_bf16, first, last)
+                            : int_detail::dequantize_groups_impl<false, false>(j, j.y_bf16, first, last);
+  }
+  if (int_detail::streams_f32(j.y, (last - first) * j.group_length, j.group_length)) {
+    const std::size_t r = j.packed_nibbles ? int_detail::dequantize_groups_impl<true, true>(j, j.y, first, last)
+                                           : int_detail::dequantize_groups_impl<false, true>(j, j.y, first, last);
+    _mm_sfence();
+    return r;
+  }
+  return j.packed_nibbles ? int_detail::dequantize_groups_impl<true, false>(j, j.y, first, last)
+                          : int_detail::dequantize_groups_impl<false, false>(j, j.y, first, last);
+}
+
+}  // namespace avx2
+}  // namespace kernels
+}  // namespace lowbit
+
+#endif  // LOWBIT_HAS_AVX2_KERNELS
+
+#endif  // LOWBIT_KERNELS_INTEGER_AVX2_DEQUANTIZE_HPP
