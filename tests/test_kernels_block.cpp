@@ -1,10 +1,11 @@
-// The AVX2 kernels of the block formats (kernels/avx2_block.hpp) against the scalar reference
-// (schemes/mx.hpp, schemes/nvfp4.hpp): every MX format and NVFP4, every scale rule and element
-// rounding, float32 and bfloat16, flat arrays and matrices, unaligned buffers, random blocks and
-// the edge blocks (ties, saturation, subnormal elements and inputs, all-zero, NaN, Inf, amax at
-// the E8M0 clamps, scales outside the fast range), compared byte for byte: element bytes, scale
-// bytes, status, and dequantized values as bit patterns. Each comparison runs with MXCSR FTZ+DAZ
-// clear and set; the two paths must agree in the same state.
+// The AVX2 kernels of the block formats (kernels/mx/avx2.hpp, kernels/nvfp4/avx2.hpp) against
+// the scalar reference beside them (kernels/mx/scalar.hpp, kernels/nvfp4/scalar.hpp): every MX
+// format and NVFP4, every scale rule and element rounding, float32 and bfloat16, flat arrays and
+// matrices, unaligned buffers, random blocks and the edge blocks (ties, saturation, subnormal
+// elements and inputs, all-zero, NaN, Inf, amax at the E8M0 clamps, scales outside the fast
+// range), compared byte for byte: element bytes, scale bytes, status, and dequantized values as
+// bit patterns. Each comparison runs with MXCSR FTZ+DAZ clear and set; the two paths must agree
+// in the same state.
 #include <lowbit/schemes/nvfp4.hpp>
 
 #include <gtest/gtest.h>

@@ -151,6 +151,52 @@ inline std::size_t huge_size(input& in) noexcept {
   return sizes[in.u8() % (sizeof(sizes) / sizeof(sizes[0]))];
 }
 
+// A matrix shape for a family whose groups or blocks are `unit` values long. Mostly valid and
+// small; sometimes not a multiple of unit, empty, or so large that rows * cols * elem_bytes
+// overflows size_t. `fake` is set when the shape is too large to allocate: the call must reject
+// it before touching memory (it always overflows then), so the target passes fake_pointer()s.
+struct shape {
+  std::size_t rows = 0, cols = 0;
+  bool fake = false;
+  std::size_t n() const noexcept { return rows * cols; }
+};
+
+inline bool mul_overflows(std::size_t a, std::size_t b, std::size_t c) noexcept {
+  std::size_t ab = 0, abc = 0;
+  return __builtin_mul_overflow(a, b, &ab) || __builtin_mul_overflow(ab, c, &abc);
+}
+
+inline shape read_shape(input& in, std::size_t unit, std::size_t elem_bytes = 4,
+                        std::size_t max_elements = std::size_t{1} << 18) noexcept {
+  shape s;
+  const std::size_t u = unit == 0 ? 1 : unit;
+  const unsigned kind = in.u8() % 16u;
+  if (kind < 11) {
+    s.rows = 1 + in.below(4);
+    if (__builtin_mul_overflow(u, 1 + in.below(6), &s.cols)) s.cols = u;
+  } else if (kind < 13) {
+    s.rows = 1 + in.below(3);
+    s.cols = 1 + (u > 1 ? in.below(u - 1) : 0);  // 1 .. u-1 past a multiple of u
+    std::size_t whole = 0;
+    if (u > 1 && !__builtin_mul_overflow(u, in.below(3), &whole) && whole < whole + s.cols) s.cols += whole;
+  } else if (kind == 13) {
+    s.rows = in.flag() ? 0 : 1 + in.below(4);
+    s.cols = s.rows == 0 ? u * in.below(3) : 0;
+  } else if (kind == 14) {
+    s.rows = huge_size(in);
+    if (__builtin_mul_overflow(u, 1 + in.below(4), &s.cols)) s.cols = u;
+  } else {
+    s.rows = 1 + in.below(3);
+    s.cols = huge_size(in);
+  }
+  if (mul_overflows(s.rows, s.cols, 1) || s.rows * s.cols > max_elements) {
+    s.fake = true;
+    // Too large to allocate: make sure the byte count overflows, so a correct call rejects it.
+    if (!mul_overflows(s.rows, s.cols, elem_bytes)) s.rows = static_cast<std::size_t>(-1);
+  }
+  return s;
+}
+
 }  // namespace lowbit_fuzz
 
 #endif  // LOWBIT_TESTS_FUZZ_FUZZ_HPP

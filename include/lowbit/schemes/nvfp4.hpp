@@ -61,39 +61,11 @@
 #include "../core/status.hpp"
 #include "../formats/types.hpp"
 #include "../kernels/fp_env.hpp"
+#include "../kernels/nvfp4/avx2.hpp"
+#include "../kernels/nvfp4/scalar.hpp"
 #include "mx.hpp"
 
 namespace lowbit {
-
-inline constexpr std::size_t nvfp4_block_size = 16;
-inline constexpr float nvfp4_tensor_scale_denominator = 2688.0f;  // 448 * 6
-inline constexpr std::uint8_t nvfp4_nan_scale = 0x7F;              // E4M3 NaN
-inline constexpr float nvfp4_min_tensor_scale = 0x1p-119f;
-inline constexpr float nvfp4_max_tensor_scale = 0x1p119f;
-
-// How a checkpoint stores the per-tensor scale.
-enum class nvfp4_scale_convention : std::uint8_t {
-  divisor,    // t = amax / 2688; x ~= q * scale_b * t (ModelOpt weight_scale_2, torchao)
-  multiplier  // g = 2688 / amax; x ~= q * scale_b / g (compressed-tensors global_scale)
-};
-
-// Everything a quantizer and its dequantizer share; pass the same object to both. The defaults
-// are single level (tensor scale 1) with NVIDIA's roundings.
-struct nvfp4_options {
-  // The tensor scale, in tensor_scale_convention: t (divisor) or g = 1 / t (multiplier). 1 is
-  // single level. Must lie in [2^-119, 2^119] (nvfp4_valid_tensor_scale); compute it from the
-  // data with nvfp4_compute_tensor_scale.
-  float tensor_scale = 1.0f;
-  nvfp4_scale_convention tensor_scale_convention = nvfp4_scale_convention::divisor;
-  // Any mode but rounding::stochastic, for the E2M1 elements and for the E4M3 block scale.
-  rounding element_rounding = rounding::nearest_even;
-  rounding scale_rounding = rounding::nearest_even;
-  // false: an element that rounds to zero is written as +0 even when the input is negative (ggml).
-  bool signed_zero = true;
-  // When set, a block holding NaN or Inf is still written as the NaN block but the call returns
-  // errc::non_finite_input (after converting every block).
-  bool non_finite_is_error = false;
-};
 
 namespace nvfp4_presets {
 // ModelOpt, torchao and compressed-tensors: ties to even for both (set the tensor scale and its
@@ -189,69 +161,6 @@ template <class Src>
 }
 
 // ---------------------------------------------------------------------------------------------
-// The per-block reference. o must pass the bulk calls' options check (a valid tensor scale, no
-// stochastic rounding); these functions do not check it.
-
-// The E4M3 code of the block scale: amax(block) / 6 / t, in the convention's float32 arithmetic
-// (see the header comment), rounded under o.scale_rounding and saturated at 448 (an overflowing
-// target is 448 too). NaN or Inf block_amax gives nvfp4_nan_scale.
-inline std::uint8_t nvfp4_block_scale(float block_amax, const nvfp4_options& o) noexcept {
-  const float a = std::fabs(block_amax);
-  if (!(a <= std::numeric_limits<float>::max())) return nvfp4_nan_scale;
-  const float target = o.tensor_scale_convention == nvfp4_scale_convention::divisor
-                           ? a / (6.0f * o.tensor_scale)
-                           : (a / 6.0f) * o.tensor_scale;
-  policy p;
-  p.rm = o.scale_rounding;
-  p.ov = overflow::saturate;
-  return encode<float8_e4m3fn>(target, p).bits();
-}
-
-// D = scale_b * t (divisor) or scale_b / g (multiplier), one float32 operation. NaN for a NaN
-// scale code.
-inline float nvfp4_effective_scale(std::uint8_t scale_code, const nvfp4_options& o) noexcept {
-  const float d = static_cast<float>(float8_e4m3fn::from_bits(scale_code));
-  return o.tensor_scale_convention == nvfp4_scale_convention::divisor ? d * o.tensor_scale : d / o.tensor_scale;
-}
-
-// Quantizes 16 values (float or bfloat16) into 8 bytes of packed E2M1 codes; returns the E4M3
-// block scale code.
-template <class Src>
-inline std::uint8_t nvfp4_quantize_block(const Src* x, const nvfp4_options& o, std::uint8_t* elements) noexcept {
-  const detail::mx_amax_result a = detail::mx_block_amax(x, nvfp4_block_size);
-  if (!a.finite) {
-    for (std::size_t j = 0; j < nvfp4_block_size / 2; ++j) elements[j] = 0;
-    return nvfp4_nan_scale;
-  }
-  const std::uint8_t scale = nvfp4_block_scale(a.amax, o);
-  const float d = nvfp4_effective_scale(scale, o);
-  policy p;
-  p.rm = o.element_rounding;
-  p.ov = overflow::saturate;  // x / D beyond 6, Inf included, becomes +-6
-  std::uint8_t codes[nvfp4_block_size];
-  for (std::size_t i = 0; i < nvfp4_block_size; ++i) {
-    const float v = detail::mx_to_float(x[i]);
-    // Scale 0: keep only the sign (v * 0 is +-0 for finite v).
-    const std::uint8_t c = encode<float4_e2m1fn>(d > 0.0f ? v / d : v * 0.0f, p).bits();
-    codes[i] = !o.signed_zero && c == 0x8u ? std::uint8_t{0} : c;
-  }
-  pack_nibbles(codes, elements, nvfp4_block_size);
-  return scale;
-}
-
-// Decodes 16 values: out[i] = E2M1(code_i) * D in float32, then (bfloat16 output) rounded once
-// to nearest even. Only the tensor scale and its convention are read from o.
-template <class Dst>
-inline void nvfp4_dequantize_block(const std::uint8_t* elements, std::uint8_t scale, const nvfp4_options& o,
-                                   Dst* out) noexcept {
-  const float d = nvfp4_effective_scale(scale, o);
-  std::uint8_t codes[nvfp4_block_size];
-  unpack_nibbles(elements, codes, nvfp4_block_size);
-  for (std::size_t i = 0; i < nvfp4_block_size; ++i)
-    detail::mx_store(out[i], static_cast<float>(float4_e2m1fn::from_bits(codes[i])) * d);
-}
-
-// ---------------------------------------------------------------------------------------------
 // Bulk conversion: flat arrays and row-major matrices [rows, cols] blocked along cols. The checks
 // of docs/api.md, in its order; every one of them is made before anything is written:
 //   options  bad_argument (a tensor scale outside [2^-119, 2^119], a convention or rounding out
@@ -287,17 +196,6 @@ inline status nvfp4_check_buffers(const Value* values, bool values_written, cons
   return values_written ? check_buffers({e, s}, {v}) : check_buffers({v}, {e, s});
 }
 
-// The options as the AVX2 kernels take them.
-constexpr kernels::block::nvfp4_kernel_options nvfp4_kernel_options_of(const nvfp4_options& o) noexcept {
-  kernels::block::nvfp4_kernel_options k;
-  k.tensor_scale = o.tensor_scale;
-  k.multiplier = o.tensor_scale_convention == nvfp4_scale_convention::multiplier;
-  k.element_rounding = o.element_rounding;
-  k.scale_rounding = o.scale_rounding;
-  k.signed_zero = o.signed_zero;
-  return k;
-}
-
 template <class Src>
 inline status nvfp4_quantize_impl(const Src* src, std::size_t rows, std::size_t cols, const nvfp4_options& o,
                                   std::uint8_t* elements, std::uint8_t* scales) noexcept {
@@ -310,21 +208,18 @@ inline status nvfp4_quantize_impl(const Src* src, std::size_t rows, std::size_t 
   // Both paths run in the IEEE default environment, so the bytes do not depend on the caller's
   // MXCSR (FTZ/DAZ would otherwise flush subnormal effective scales).
   const kernels::ieee_scope env;
+  bool nan_block = false;
 #if LOWBIT_HAS_AVX2_KERNELS
-  // The AVX2 kernel (kernels/avx2_block.hpp) performs the same float32 operations and writes the
-  // same bytes as the loop below.
+  // The AVX2 kernel (kernels/nvfp4/avx2.hpp) performs the same float32 operations as the
+  // reference loop (kernels/nvfp4/scalar.hpp) and writes the same bytes.
   if (use_avx2()) {
-    const bool nan_block = kernels::block::avx2::nvfp4_quantize(src, n, elements, scales, nvfp4_kernel_options_of(o));
-    return nan_block && o.non_finite_is_error ? status{errc::non_finite_input} : status{errc::ok};
-  }
+    nan_block = kernels::block::avx2::nvfp4_quantize(src, n, o, elements, scales);
+  } else
 #endif
-  bool non_finite = false;
-  for (std::size_t b = 0; b < n / nvfp4_block_size; ++b) {
-    scales[b] = nvfp4_quantize_block(src + b * nvfp4_block_size, o, elements + b * (nvfp4_block_size / 2));
-    non_finite = non_finite || scales[b] == nvfp4_nan_scale;
+  {
+    nan_block = kernels::block::nvfp4_quantize_scalar(src, n / nvfp4_block_size, o, elements, scales);
   }
-  if (non_finite && o.non_finite_is_error) return errc::non_finite_input;
-  return errc::ok;
+  return nan_block && o.non_finite_is_error ? status{errc::non_finite_input} : status{errc::ok};
 }
 
 template <class Dst>
@@ -339,12 +234,11 @@ inline status nvfp4_dequantize_impl(const std::uint8_t* elements, const std::uin
   const kernels::ieee_scope env;  // see nvfp4_quantize_impl
 #if LOWBIT_HAS_AVX2_KERNELS
   if (use_avx2()) {
-    kernels::block::avx2::nvfp4_dequantize(elements, scales, n, dst, nvfp4_kernel_options_of(o));
+    kernels::block::avx2::nvfp4_dequantize(elements, scales, n, o, dst);
     return errc::ok;
   }
 #endif
-  for (std::size_t b = 0; b < n / nvfp4_block_size; ++b)
-    nvfp4_dequantize_block(elements + b * (nvfp4_block_size / 2), scales[b], o, dst + b * nvfp4_block_size);
+  kernels::block::nvfp4_dequantize_scalar(elements, scales, n / nvfp4_block_size, o, dst);
   return errc::ok;
 }
 

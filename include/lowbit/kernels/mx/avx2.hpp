@@ -1,121 +1,43 @@
-// lowbit: AVX2 kernels of the block-scaled formats: MX (MXFP8 E4M3/E5M2, MXFP6 E2M3/E3M2, MXFP4,
-// MXINT8) and NVFP4, quantize and dequantize, float32 or bfloat16 on the float side. Each kernel
-// is bit-identical to the scalar reference of schemes/mx.hpp and schemes/nvfp4.hpp (the per-block
-// functions define every result); schemes/ call in here from their bulk functions when
-// lowbit::active_isa() is isa::avx2.
+// lowbit: AVX2 kernels of the MX block formats (MXFP8 E4M3/E5M2, MXFP6 E2M3/E3M2, MXFP4,
+// MXINT8), quantize and dequantize, float32 or bfloat16 on the float side, bit-identical to the
+// scalar reference beside them (kernels/mx/scalar.hpp), to which they hand the rare blocks outside
+// their fast range; tests/test_kernels_block.cpp (MxKernel) compares the two byte for byte. The
+// element encoders here are shared with the NVFP4 kernels (kernels/nvfp4/avx2.hpp). Integer
+// arithmetic only: no result depends on MXCSR.
 //
-// Dependencies point down: this header knows core/ and formats/ only. The scheme headers pass
-// their format tags (duck-typed: element, element_bits, emax, mantissa_bits, element_max), their
-// options as the plain structs below, and their reference per-block function as a callable the
-// MX kernels use for the rare blocks outside the fast range (see "Fallback" below).
-//
-// MX quantize. Eight blocks at a time: the amax of each block is an integer maximum of the
-// |x| bit patterns (as the reference's), the eight maxima are transposed into one vector, and the
-// eight E8M0 codes come from integer arithmetic on amax = 1.m * 2^e (a float subnormal amax is
-// normalised through vcvtdq2ps, exact below 2^24), with element_max = c * 2^emax:
-//
-//   floor  e + 127 - emax
-//   ceil   e + 127 - emax + (m > c's mantissa)          (the quotient amax / element_max never
-//                                                        rounds onto a power of two)
-//   even   e + 127 - emax + (1.m >= 2 - 2^-(M+1))       (rounding amax to M mantissa bits, ties
-//                                                        away, carries into the exponent)
-//
-// clamped to 0x00..0xFE, 0xFF for NaN/Inf blocks. Element i of a block with scale 2^s is the
-// element format's rounding of x_i * 2^-s, never formed in floating point: with the float's
-// exponent field f and significand sig,
-//
-//   m2 = min(f, K + s),  z = sig with (f - m2) added to its exponent bits,
-//   code = round(z >> (23 - M + K + s - m2)),   K = element min_exponent + 127,
-//
-// (the element codes are contiguous, so a rounding carry moves into the exponent field by
-// itself) then saturated at the element max. Lanes below 2^-126 after scaling (or float
-// subnormals) get a shift of at least 34, which leaves 0 under the nearest modes and
-// toward_zero; toward_pos_inf gives them a sticky 1 instead. That needs s >= -100, which every
-// block with an amax above about 2^-90 has; an all-zero block is encoded with s = 0 (its codes
-// do not depend on the scale) and any other block below the range goes to the reference
-// function. MXFP4 under the nearest modes takes a shorter path on 16-bit keys (e2m1_nearest16:
-// the high half of x * 2^-s, which is hi16(x) - 128 s, with a sticky bit for the low half).
-// Integer arithmetic only: no result depends on MXCSR (FTZ, DAZ, rounding control).
-//
-// MX dequantize. The result x = P * 2^s is exact (mx_dequantize_block). MXFP4 and MXFP6: every
-// such product, subnormals included, is a float whose low 16 bits are zero, so a per-scale table
-// of 16-bit halves (built once from the codec) and vpshufb give it for any scale, Inf and NaN
-// included. MXFP8 and MXINT8: the element is widened exactly (vcvtph2ps: E5M2 is the top byte of
-// a float16, E4M3 placed one bit lower is a float16 times 2^-8, and vcvtph2ps converts float16
-// subnormals exactly whatever MXCSR.DAZ says (Intel SDM, VCVTPH2PS); MXINT8 through vcvtdq2ps)
-// and multiplied by a power of two; inside the fast range (no subnormal or infinite product, no
-// subnormal operand) that product is exact and independent of MXCSR, outside it the block goes
-// to the reference function.
-//
-// NVFP4. The reference is float32 arithmetic (amax / (6 t), scale_b * t, x / D), so the kernels
-// perform the same IEEE operations in the same order (vdivps and vmulps round exactly as divss
-// and mulss, and honour FTZ/DAZ the same way); only the encodings (E4M3 scale, E2M1 elements)
-// are integer code. In a given MXCSR state the AVX2 path therefore writes what the scalar path
-// writes in that state; both may differ between states (nvfp4.hpp says where). The quantizer
-// computes the next group's scales before the current group's elements, so the integer work
-// overlaps the divider, which is not pipelined.
-//
-// Fallback: a callable slow(src_block, element_bytes) -> scale code (quantize) or
-// slow(element_bytes, scale, dst_block) (dequantize), the scheme's per-block reference.
-#ifndef LOWBIT_KERNELS_AVX2_BLOCK_HPP
-#define LOWBIT_KERNELS_AVX2_BLOCK_HPP
+// Why the integer encodings equal the reference (scale rules, element rounding by shifts, the
+// 16-bit MXFP4 path, the dequantization tables and fast ranges): docs/kernels.md, "Block formats".
+#ifndef LOWBIT_KERNELS_MX_AVX2_HPP
+#define LOWBIT_KERNELS_MX_AVX2_HPP
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
 
-#include "../core/bits.hpp"
-#include "../core/cpu.hpp"
-#include "../core/packing.hpp"
-#include "../core/rounding.hpp"
-#include "../formats/types.hpp"
+#include "../../core/bits.hpp"
+#include "../../core/cpu.hpp"
+#include "../../core/packing.hpp"
+#include "../../core/rounding.hpp"
+#include "../../formats/types.hpp"
+#include "scalar.hpp"
 
 #if LOWBIT_HAS_AVX2_KERNELS
 #include <immintrin.h>
 
-#include "avx2_common.hpp"
+#include "../avx2_common.hpp"
 #endif
 
 namespace lowbit {
 namespace kernels {
 namespace block {
 
-// The options of an MX bulk call as the kernels see them (schemes/mx.hpp maps mx_options here).
-enum class e8m0_scale_rule : std::uint8_t { floor, ceil, even };
-
-struct mx_kernel_options {
-  std::size_t block_size = 32;
-  e8m0_scale_rule rule = e8m0_scale_rule::floor;
-  rounding element_rounding = rounding::nearest_even;
-  bool signed_zero = true;
-};
-
-// The options of an NVFP4 bulk call (schemes/nvfp4.hpp maps its tensor scale and options here).
-struct nvfp4_kernel_options {
-  float tensor_scale = 1.0f;
-  bool multiplier = false;  // false: divisor convention (D = scale_b * t); true: D = scale_b / g
-  rounding element_rounding = rounding::nearest_even;
-  rounding scale_rounding = rounding::nearest_even;
-  bool signed_zero = true;
-};
-
-// What the AVX2 kernels cover; the rest takes the scalar loop. MX blocks must be whole vectors
-// of 8 elements (32, 64, ... and also 8, 16, 24); no stochastic rounding (the schemes reject it).
-constexpr bool mx_kernel_supports(const mx_kernel_options& o) noexcept {
-  return o.block_size != 0 && o.block_size % 8 == 0 && o.element_rounding != rounding::stochastic;
-}
-constexpr bool nvfp4_kernel_supports(const nvfp4_kernel_options& o) noexcept {
-  return o.element_rounding != rounding::stochastic && o.scale_rounding != rounding::stochastic;
-}
+// What the AVX2 MX kernels cover; other block sizes take the scalar loop. Blocks must be whole
+// vectors of 8 elements (8, 16, 24, 32, 64, ...). The options are otherwise those the bulk calls
+// accept (no stochastic rounding).
+constexpr bool mx_avx2_supports(const mx_options& o) noexcept { return o.block_size % 8 == 0; }
 
 namespace detail {
-
-// MXINT8's element magnitudes k/64 as a format (mx.hpp's mxint8_magnitude_spec); codes are then
-// two's complement.
-struct mxint8_magnitude_format : format_spec<1, 6, 1, special_values::finite> {
-  static constexpr const char* name = "mxint8_element";
-};
 
 template <class Fmt, class = void>
 struct mx_element_traits {
@@ -124,27 +46,16 @@ struct mx_element_traits {
 };
 template <class Fmt>
 struct mx_element_traits<Fmt, std::enable_if_t<std::is_same<typename Fmt::element, std::int8_t>::value>> {
-  using spec = mxint8_magnitude_format;
+  using spec = ::lowbit::detail::mxint8_magnitude_spec;
   static constexpr bool is_int8 = true;
 };
 
 // The quantizer's fast path is exact for blocks with scale exponent s >= this (see the header).
 inline constexpr int mx_fast_min_exponent = -100;
 
-// Element magnitude code `code` of format F times 2^s as a float: mx.hpp's mx_scaled_float.
-template <class F>
-inline float element_times_pow2(std::uint32_t code, int s) noexcept {
-  lowbit::detail::unpacked u = lowbit::detail::unpack_bits<F>(code);
-  if (u.kind == lowbit::detail::value_kind::finite) {
-    u.exp += s;
-    if (u.exp + lowbit::detail::bit_width_minus_one(u.sig) > 127) u.kind = lowbit::detail::value_kind::inf;
-  }
-  return lowbit::detail::pack_float(u);
-}
-
 // Dequantization tables of the MXFP4 / MXFP6 kernels: for every E8M0 scale code, the 16-bit
 // result of each element code: the top half of the float32 result (whose low half is always
-// zero) or the bfloat16 result (mx.hpp's mx_store: round to nearest even, saturate, NaN 0x7FFF).
+// zero) or the bfloat16 result (mx_store of kernels/mx/scalar.hpp: round to nearest even, saturate, NaN 0x7FFF).
 // Row layout: Entries high bytes, then Entries low bytes. MXFP4 rows hold all 16 codes (sign
 // included; the NaN scale row is NaN everywhere); MXFP6 rows hold the 32 magnitudes (the kernel
 // ORs the sign in and treats the NaN scale itself).
@@ -159,7 +70,8 @@ inline half_table<Entries> make_half_table() noexcept {
   for (int sc = 0; sc < 256; ++sc) {
     for (int c = 0; c < Entries; ++c) {
       const float v = sc == 0xFF ? lowbit::detail::bit_cast<float>(0x7FC00000u)
-                                 : element_times_pow2<F>(static_cast<std::uint32_t>(c), sc - 127);
+                                 : lowbit::detail::mx_scaled_float(
+                                       lowbit::detail::unpack_bits<F>(static_cast<std::uint32_t>(c)), sc - 127);
       std::uint32_t h = lowbit::detail::bit_cast<std::uint32_t>(v) >> 16;
       if (Bf16) h = encode<bfloat16>(v).bits();
       t.row[sc][c] = static_cast<std::uint8_t>(h >> 8);
@@ -186,26 +98,21 @@ inline void store_half(bfloat16& dst, std::uint32_t h) noexcept {
 #if LOWBIT_HAS_AVX2_KERNELS
 namespace avx2 {
 
-#if defined(__GNUC__) || defined(__clang__)
-#define LOWBIT_BLOCK_INLINE LOWBIT_TARGET_AVX2 inline __attribute__((always_inline))
-#else
-#define LOWBIT_BLOCK_INLINE inline
-#endif
 
 namespace detail {
 
 using namespace ::lowbit::kernels::block::detail;
 
-LOWBIT_BLOCK_INLINE __m256i set1(int v) { return _mm256_set1_epi32(v); }
+LOWBIT_AVX2_INLINE __m256i set1(int v) { return _mm256_set1_epi32(v); }
 
 // 8 source values as float32 bit patterns (bfloat16 widens exactly).
-LOWBIT_BLOCK_INLINE __m256i load8(const float* p) { return _mm256_castps_si256(_mm256_loadu_ps(p)); }
-LOWBIT_BLOCK_INLINE __m256i load8(const bfloat16* p) {
+LOWBIT_AVX2_INLINE __m256i load8(const float* p) { return _mm256_castps_si256(_mm256_loadu_ps(p)); }
+LOWBIT_AVX2_INLINE __m256i load8(const bfloat16* p) {
   return _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16);
 }
 
 // Lane i: the maximum of the 8 lanes of m[i] (signed; used on |x| bit patterns).
-LOWBIT_BLOCK_INLINE __m256i transpose_max8(const __m256i m[8]) { return ::lowbit::kernels::avx2::reduce8_max_epi32(m); }
+LOWBIT_AVX2_INLINE __m256i transpose_max8(const __m256i m[8]) { return ::lowbit::kernels::avx2::reduce8_max_epi32(m); }
 
 // ------------------------------------------------------------------------------------------------
 // The element encoder: |x| * 2^-s rounded into format F (see the header for the derivation).
@@ -218,7 +125,7 @@ struct enc_block {
 };
 
 template <class F>
-LOWBIT_BLOCK_INLINE enc_block make_enc_block(__m256i s) {
+LOWBIT_AVX2_INLINE enc_block make_enc_block(__m256i s) {
   constexpr int M = F::mantissa_bits;
   constexpr int K = F::min_exponent + 127;
   const __m256i one = set1(1);
@@ -236,7 +143,7 @@ LOWBIT_BLOCK_INLINE enc_block make_enc_block(__m256i s) {
 // get a shift of at least 34 (s >= -100), which leaves 0 for the nearest modes and toward_zero
 // whatever z holds; toward_pos_inf gives them the sticky z = 1 instead.
 template <class F, rounding RM>
-LOWBIT_BLOCK_INLINE __m256i encode_magnitude(__m256i a, __m256i neg, const enc_block& e) {
+LOWBIT_AVX2_INLINE __m256i encode_magnitude(__m256i a, __m256i neg, const enc_block& e) {
   static_assert(F::has_subnormals && F::min_exponent + 127 >= 1 && F::mantissa_bits <= 6,
                 "element formats with subnormals");
   const __m256i one = set1(1);
@@ -277,7 +184,7 @@ struct e2m1_consts {
 };
 
 template <rounding RM>
-LOWBIT_BLOCK_INLINE e2m1_consts make_e2m1_consts() {
+LOWBIT_AVX2_INLINE e2m1_consts make_e2m1_consts() {
   constexpr bool even = RM == rounding::nearest_even;
   constexpr bool away = RM == rounding::nearest_away;
   e2m1_consts c;
@@ -294,10 +201,10 @@ LOWBIT_BLOCK_INLINE e2m1_consts make_e2m1_consts() {
 
 // 16 float bit patterns b0 (elements 0-7) and b1 (8-15) -> their high or low 16-bit halves in
 // "pair order": 32-bit lane j holds element j in its low word and element j + 8 in its high word.
-LOWBIT_BLOCK_INLINE __m256i high_halves(__m256i b0, __m256i b1) {
+LOWBIT_AVX2_INLINE __m256i high_halves(__m256i b0, __m256i b1) {
   return _mm256_blend_epi16(_mm256_srli_epi32(b0, 16), b1, 0xAA);
 }
-LOWBIT_BLOCK_INLINE __m256i low_halves(__m256i b0, __m256i b1) {
+LOWBIT_AVX2_INLINE __m256i low_halves(__m256i b0, __m256i b1) {
   return _mm256_blend_epi16(b0, _mm256_slli_epi32(b1, 16), 0xAA);
 }
 
@@ -314,7 +221,7 @@ LOWBIT_BLOCK_INLINE __m256i low_halves(__m256i b0, __m256i b1) {
 // codes 0, 1, 2 instead; the larger of the two is the code. Returns complete codes (sign in
 // bit 3) in pair order.
 template <rounding RM>
-LOWBIT_BLOCK_INLINE __m256i e2m1_nearest16(__m256i b0, __m256i b1, __m256i s7, bool signed_zero,
+LOWBIT_AVX2_INLINE __m256i e2m1_nearest16(__m256i b0, __m256i b1, __m256i s7, bool signed_zero,
                                            const e2m1_consts& c) {
   static_assert(RM == rounding::nearest_even || RM == rounding::nearest_away || RM == rounding::nearest_toward_zero,
                 "a nearest mode");
@@ -336,7 +243,7 @@ LOWBIT_BLOCK_INLINE __m256i e2m1_nearest16(__m256i b0, __m256i b1, __m256i s7, b
 // 32 E2M1 codes in pair order (w0: elements 0-15, w1: 16-31) -> 16 packed bytes; with
 // Count = 16 only w0 (8 bytes).
 template <int Count>
-LOWBIT_BLOCK_INLINE void store_e2m1_pairs(std::uint8_t* dst, __m256i w0, __m256i w1) {
+LOWBIT_AVX2_INLINE void store_e2m1_pairs(std::uint8_t* dst, __m256i w0, __m256i w1) {
   // bytes: lane 0 = e0 e8 e1 e9 e2 e10 e3 e11 | e16 e24 ..., lane 1 = e4 e12 ... | e20 e28 ...
   const __m256i p = _mm256_packus_epi16(w0, w1);
   // byte 4d of dword d: e(2i) | e(2i+1) << 4 for its first element pair, byte 4d+1 the second
@@ -354,7 +261,7 @@ LOWBIT_BLOCK_INLINE void store_e2m1_pairs(std::uint8_t* dst, __m256i w0, __m256i
 
 // Complete MX element codes (sign, and MXINT8's two's complement) of 8 values with bits b.
 template <class Fmt, rounding RM>
-LOWBIT_BLOCK_INLINE __m256i mx_encode8(__m256i b, const enc_block& e, bool signed_zero) {
+LOWBIT_AVX2_INLINE __m256i mx_encode8(__m256i b, const enc_block& e, bool signed_zero) {
   using traits = mx_element_traits<Fmt>;
   using F = typename traits::spec;
   const __m256i a = _mm256_and_si256(b, set1(0x7FFFFFFF));
@@ -372,36 +279,25 @@ LOWBIT_BLOCK_INLINE __m256i mx_encode8(__m256i b, const enc_block& e, bool signe
 // ------------------------------------------------------------------------------------------------
 // Packing codes held one per 32-bit lane into the storage layouts of core/packing.hpp.
 
-// 32 codes (0..255) in c0..c3 -> 32 bytes in element order.
-LOWBIT_BLOCK_INLINE __m256i dwords_to_bytes(__m256i c0, __m256i c1, __m256i c2, __m256i c3) {
-  const __m256i b = _mm256_packus_epi16(_mm256_packus_epi32(c0, c1), _mm256_packus_epi32(c2, c3));
-  return _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-}
-
+// 32 codes (0..255) in c0..c3 -> Bits * 4 bytes in the layouts of core/packing.hpp, through the
+// shared packers of avx2_common.hpp.
 template <int Bits>
-LOWBIT_BLOCK_INLINE void store_codes32(std::uint8_t* dst, __m256i c0, __m256i c1, __m256i c2, __m256i c3) {
-  const __m256i bytes = dwords_to_bytes(c0, c1, c2, c3);
+LOWBIT_AVX2_INLINE void store_codes32(std::uint8_t* dst, __m256i c0, __m256i c1, __m256i c2, __m256i c3) {
+  const __m256i c[4] = {c0, c1, c2, c3};
+  const __m256i bytes = ::lowbit::kernels::avx2::pack_dwords_to_bytes(c);
   if constexpr (Bits == 8) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), bytes);
   } else if constexpr (Bits == 4) {
-    const __m256i w = _mm256_maddubs_epi16(bytes, _mm256_set1_epi16(0x1001));  // c[2i] + 16 c[2i+1]
-    const __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi16(w, w), 0x08);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm256_castsi256_si128(p));
+    ::lowbit::kernels::avx2::store_nibbles(dst, bytes);
   } else {
     static_assert(Bits == 6, "4, 6 or 8 bits");
-    const __m256i w = _mm256_maddubs_epi16(bytes, _mm256_set1_epi16(0x4001));  // c0 + 64 c1
-    const __m256i d = _mm256_madd_epi16(w, _mm256_set1_epi32(0x10000001));     // + 4096 (c2 + 64 c3)
-    const __m256i sq = _mm256_shuffle_epi8(d, _mm256_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1,
-                                                               0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1));
-    const __m256i j = _mm256_permutevar8x32_epi32(sq, _mm256_setr_epi32(0, 1, 2, 4, 5, 6, 7, 7));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm256_castsi256_si128(j));
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(dst + 16), _mm256_extracti128_si256(j, 1));
+    ::lowbit::kernels::avx2::store_sextets(dst, bytes);
   }
 }
 
 // 8 codes (0..255) -> Bits bytes.
 template <int Bits>
-LOWBIT_BLOCK_INLINE void store_codes8(std::uint8_t* dst, __m256i c) {
+LOWBIT_AVX2_INLINE void store_codes8(std::uint8_t* dst, __m256i c) {
   const __m256i p = _mm256_packus_epi32(c, c);
   const __m256i b = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(p, p), _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4));
   const __m128i x = _mm256_castsi256_si128(b);  // bytes 0..7: the codes
@@ -423,25 +319,11 @@ LOWBIT_BLOCK_INLINE void store_codes8(std::uint8_t* dst, __m256i c) {
   }
 }
 
-// 24 bytes of packed sextets -> 32 codes, one per byte, element order. Reads exactly 24 bytes.
-LOWBIT_BLOCK_INLINE __m256i load_sextets32(const std::uint8_t* src) {
-  const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
-  const __m128i hi = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + 16));
-  const __m256i x = _mm256_set_m128i(_mm_alignr_epi8(hi, lo, 12), lo);  // bytes 0..11 | 12..23
-  const __m256i g = _mm256_shuffle_epi8(x, _mm256_setr_epi8(0, 1, 2, -1, 3, 4, 5, -1, 6, 7, 8, -1, 9, 10, 11, -1,  //
-                                                            0, 1, 2, -1, 3, 4, 5, -1, 6, 7, 8, -1, 9, 10, 11, -1));
-  const __m256i c0 = _mm256_and_si256(g, set1(0x3F));
-  const __m256i c1 = _mm256_and_si256(_mm256_slli_epi32(g, 2), set1(0x3F00));
-  const __m256i c2 = _mm256_and_si256(_mm256_slli_epi32(g, 4), set1(0x3F0000));
-  const __m256i c3 = _mm256_and_si256(_mm256_slli_epi32(g, 6), set1(0x3F000000));
-  return _mm256_or_si256(_mm256_or_si256(c0, c1), _mm256_or_si256(c2, c3));
-}
-
 // 16 bytes of packed nibbles -> 32 codes, one per byte. WidenOrder: lane 0 holds elements
 // 0-3, 8-11, 16-19, 24-27 and lane 1 the others (the order store_halves_f32 expects); otherwise
 // element order.
 template <bool WidenOrder>
-LOWBIT_BLOCK_INLINE __m256i load_nibbles32(const std::uint8_t* src) {
+LOWBIT_AVX2_INLINE __m256i load_nibbles32(const std::uint8_t* src) {
   const __m256i x = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src)));
   __m256i p;
   if constexpr (WidenOrder) {
@@ -455,15 +337,10 @@ LOWBIT_BLOCK_INLINE __m256i load_nibbles32(const std::uint8_t* src) {
   return _mm256_unpacklo_epi8(_mm256_and_si256(p, m), _mm256_and_si256(_mm256_srli_epi16(p, 4), m));
 }
 
-// Element order -> widen order (dword groups 0 2 4 6 | 1 3 5 7).
-LOWBIT_BLOCK_INLINE __m256i to_widen_order(__m256i codes) {
-  return _mm256_permutevar8x32_epi32(codes, _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7));
-}
-
 // Stores 8 floats; Stream: a non-temporal store (dst 32-byte aligned), for outputs far larger than
 // the caches, which they would only evict (the caller fences).
 template <bool Stream>
-LOWBIT_BLOCK_INLINE void store_f32(float* dst, __m256i v) {
+LOWBIT_AVX2_INLINE void store_f32(float* dst, __m256i v) {
   if constexpr (Stream) {
     _mm256_stream_si256(reinterpret_cast<__m256i*>(dst), v);
   } else {
@@ -473,7 +350,7 @@ LOWBIT_BLOCK_INLINE void store_f32(float* dst, __m256i v) {
 
 // 32 16-bit halves given as high bytes hb and low bytes lb in widen order -> 32 floats.
 template <bool Stream>
-LOWBIT_BLOCK_INLINE void store_halves_f32(float* dst, __m256i hb, __m256i lb) {
+LOWBIT_AVX2_INLINE void store_halves_f32(float* dst, __m256i hb, __m256i lb) {
   const __m256i zero = _mm256_setzero_si256();
   const __m256i w0 = _mm256_unpacklo_epi8(lb, hb);
   const __m256i w1 = _mm256_unpackhi_epi8(lb, hb);
@@ -484,7 +361,7 @@ LOWBIT_BLOCK_INLINE void store_halves_f32(float* dst, __m256i hb, __m256i lb) {
 }
 
 // The same in element order -> 32 bfloat16.
-LOWBIT_BLOCK_INLINE void store_halves_bf16(bfloat16* dst, __m256i hb, __m256i lb) {
+LOWBIT_AVX2_INLINE void store_halves_bf16(bfloat16* dst, __m256i hb, __m256i lb) {
   const __m256i w0 = _mm256_unpacklo_epi8(lb, hb);  // elements 0-7 | 16-23
   const __m256i w1 = _mm256_unpackhi_epi8(lb, hb);  // elements 8-15 | 24-31
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), _mm256_permute2x128_si256(w0, w1, 0x20));
@@ -493,7 +370,7 @@ LOWBIT_BLOCK_INLINE void store_halves_bf16(bfloat16* dst, __m256i hb, __m256i lb
 
 // float32 bit patterns -> bfloat16 codes in 32-bit lanes, as encode<bfloat16>(x) with the
 // default policy: nearest even, saturate (Inf too), NaN 0x7FFF.
-LOWBIT_BLOCK_INLINE __m256i f32_to_bf16_lanes(__m256i b) {
+LOWBIT_AVX2_INLINE __m256i f32_to_bf16_lanes(__m256i b) {
   const __m256i a = _mm256_and_si256(b, set1(0x7FFFFFFF));
   const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(a, 16), set1(1));
   __m256i r = _mm256_srli_epi32(_mm256_add_epi32(a, _mm256_add_epi32(set1(0x7FFF), lsb)), 16);
@@ -503,11 +380,11 @@ LOWBIT_BLOCK_INLINE __m256i f32_to_bf16_lanes(__m256i b) {
 }
 
 template <bool Stream = false>
-LOWBIT_BLOCK_INLINE void store8(float* dst, __m256 v) {
+LOWBIT_AVX2_INLINE void store8(float* dst, __m256 v) {
   store_f32<Stream>(dst, _mm256_castps_si256(v));
 }
 template <bool Stream = false>
-LOWBIT_BLOCK_INLINE void store8(bfloat16* dst, __m256 v) {
+LOWBIT_AVX2_INLINE void store8(bfloat16* dst, __m256 v) {
   static_assert(!Stream, "streaming stores are used for float outputs only");
   const __m256i r = f32_to_bf16_lanes(_mm256_castps_si256(v));
   const __m256i w = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
@@ -526,9 +403,21 @@ inline void fill_nan(bfloat16* dst, std::size_t n) noexcept {
 // ------------------------------------------------------------------------------------------------
 // MX quantize.
 
+// The reference per-block functions, for the rare blocks outside the fast ranges. Kept out of
+// line, so that the hot loops around them are compiled as if they were not there.
+template <class Fmt, class Src>
+LOWBIT_NOINLINE std::uint8_t quantize_block_cold(const Src* x, const ::lowbit::mx_options& o, std::uint8_t* elements) {
+  return ::lowbit::mx_quantize_block<Fmt>(x, o, elements);
+}
+template <class Fmt, class Dst>
+LOWBIT_NOINLINE void dequantize_block_cold(const std::uint8_t* elements, std::uint8_t scale,
+                                           const ::lowbit::mx_options& o, Dst* out) {
+  ::lowbit::mx_dequantize_block<Fmt>(elements, scale, o, out);
+}
+
 // E8M0 codes of 8 blocks from their amax bit patterns (0xFF where amax is NaN or Inf).
 template <class Fmt>
-LOWBIT_BLOCK_INLINE __m256i e8m0_codes(__m256i amax, e8m0_scale_rule rule) {
+LOWBIT_AVX2_INLINE __m256i e8m0_codes(__m256i amax, ::lowbit::e8m0_rule rule) {
   const std::uint32_t max_bits = lowbit::detail::bit_cast<std::uint32_t>(Fmt::element_max);
   const int k = static_cast<int>(max_bits >> 23) - 127;            // element_max = c * 2^k
   const int c_mantissa = static_cast<int>(max_bits & 0x7FFFFFu);  // c's mantissa bits
@@ -542,13 +431,13 @@ LOWBIT_BLOCK_INLINE __m256i e8m0_codes(__m256i amax, e8m0_scale_rule rule) {
   const __m256i mant = _mm256_and_si256(_mm256_blendv_epi8(amax, fb, subnormal), set1(0x7FFFFF));
   __m256i c;
   switch (rule) {
-    case e8m0_scale_rule::ceil:
+    case ::lowbit::e8m0_rule::ceil:
       c = _mm256_sub_epi32(_mm256_sub_epi32(e, set1(k)), _mm256_cmpgt_epi32(mant, set1(c_mantissa)));
       break;
-    case e8m0_scale_rule::even:
+    case ::lowbit::e8m0_rule::even:
       c = _mm256_sub_epi32(_mm256_sub_epi32(e, set1(Fmt::emax)), _mm256_cmpgt_epi32(mant, set1(even_carry - 1)));
       break;
-    case e8m0_scale_rule::floor:
+    case ::lowbit::e8m0_rule::floor:
     default: c = _mm256_sub_epi32(e, set1(Fmt::emax)); break;
   }
   c = _mm256_min_epi32(_mm256_max_epi32(c, _mm256_setzero_si256()), set1(254));
@@ -557,7 +446,7 @@ LOWBIT_BLOCK_INLINE __m256i e8m0_codes(__m256i amax, e8m0_scale_rule rule) {
 
 // MXFP4 under a nearest mode (see e2m1_nearest16); sv: the scale exponent in every lane.
 template <rounding RM, class Src>
-LOWBIT_BLOCK_INLINE void mx_encode_block_fp4(const Src* x, std::uint8_t* out, std::size_t block_size, __m256i sv,
+LOWBIT_AVX2_INLINE void mx_encode_block_fp4(const Src* x, std::uint8_t* out, std::size_t block_size, __m256i sv,
                                              bool signed_zero, const e2m1_consts& c) {
   const __m256i s7 = _mm256_blend_epi16(_mm256_slli_epi32(sv, 7), _mm256_slli_epi32(sv, 23), 0xAA);  // s * 128
   for (std::size_t i = 0; i < block_size; i += 32) {
@@ -568,7 +457,7 @@ LOWBIT_BLOCK_INLINE void mx_encode_block_fp4(const Src* x, std::uint8_t* out, st
 }
 
 template <class Fmt, rounding RM, class Src>
-LOWBIT_BLOCK_INLINE void mx_encode_block(const Src* x, std::uint8_t* out, std::size_t block_size, __m256i sv,
+LOWBIT_AVX2_INLINE void mx_encode_block(const Src* x, std::uint8_t* out, std::size_t block_size, __m256i sv,
                                          bool signed_zero, const e2m1_consts& c) {
   constexpr int bits = Fmt::element_bits;
   if constexpr (bits == 4 && (RM == rounding::nearest_even || RM == rounding::nearest_away ||
@@ -590,9 +479,9 @@ LOWBIT_BLOCK_INLINE void mx_encode_block(const Src* x, std::uint8_t* out, std::s
   for (; i < block_size; i += 8) store_codes8<bits>(out + i * bits / 8, mx_encode8<Fmt, RM>(load8(x + i), e, signed_zero));
 }
 
-template <class Fmt, rounding RM, class Src, class Slow>
-LOWBIT_TARGET_AVX2 inline bool mx_quantize_rm(const Src* src, std::size_t blocks, std::uint8_t* elements,
-                                              std::uint8_t* scales, const mx_kernel_options& o, Slow& slow) {
+template <class Fmt, rounding RM, class Src>
+LOWBIT_TARGET_AVX2 inline bool mx_quantize_rm(const Src* src, std::size_t blocks, const ::lowbit::mx_options& o,
+                                              std::uint8_t* elements, std::uint8_t* scales) {
   constexpr int bits = Fmt::element_bits;
   const std::size_t bs = o.block_size;
   const std::size_t block_bytes = bs * bits / 8;
@@ -621,7 +510,7 @@ LOWBIT_TARGET_AVX2 inline bool mx_quantize_rm(const Src* src, std::size_t blocks
       m[j] = acc;
     }
     const __m256i amax = transpose_max8(m);
-    const __m256i codes = e8m0_codes<Fmt>(amax, o.rule);
+    const __m256i codes = e8m0_codes<Fmt>(amax, o.scale_rule);
     if (count == 8) {
       const __m256i p = _mm256_packus_epi32(codes, codes);
       const __m256i b = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(p, p), _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4));
@@ -652,7 +541,7 @@ LOWBIT_TARGET_AVX2 inline bool mx_quantize_rm(const Src* src, std::size_t blocks
           std::memset(outg + j * block_bytes, 0, block_bytes);
           non_finite = true;
         } else {
-          scales[g + j] = slow(xg + j * bs, outg + j * block_bytes);
+          scales[g + j] = quantize_block_cold<Fmt>(xg + j * bs, o, outg + j * block_bytes);
         }
       }
     }
@@ -706,8 +595,8 @@ LOWBIT_TARGET_AVX2 inline void mx_dequantize_table(const std::uint8_t* elements,
       const __m256i tl0 = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 32)));
       const __m256i tl1 = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 48)));
       for (; i + 32 <= bs; i += 32) {
-        __m256i c = load_sextets32(in + i * 6 / 8);
-        if constexpr (f32) c = to_widen_order(c);
+        __m256i c = ::lowbit::kernels::avx2::load_sextets(in + i * 6 / 8);
+        if constexpr (f32) c = ::lowbit::kernels::avx2::prepare_widen(c);
         const __m256i upper = _mm256_slli_epi16(c, 3);  // magnitude bit 4 -> byte bit 7
         __m256i hb = _mm256_blendv_epi8(_mm256_shuffle_epi8(th0, c), _mm256_shuffle_epi8(th1, c), upper);
         const __m256i lb = _mm256_blendv_epi8(_mm256_shuffle_epi8(tl0, c), _mm256_shuffle_epi8(tl1, c), upper);
@@ -734,7 +623,7 @@ LOWBIT_TARGET_AVX2 inline void mx_dequantize_table(const std::uint8_t* elements,
 // 8 element bytes (low half of x) -> 8 floats, exactly the element value times 2^-8 (E4M3),
 // times 1 (E5M2), or the integer (MXINT8).
 template <class Fmt>
-LOWBIT_BLOCK_INLINE __m256 widen_fp8(__m128i x) {
+LOWBIT_AVX2_INLINE __m256 widen_fp8(__m128i x) {
   if constexpr (mx_element_traits<Fmt>::is_int8) {
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(x));
   } else {
@@ -747,9 +636,10 @@ LOWBIT_BLOCK_INLINE __m256 widen_fp8(__m128i x) {
 }
 
 // MXFP8 and MXINT8: exact widening times 2^s inside the fast range; the reference elsewhere.
-template <class Fmt, bool Stream, class Dst, class Slow>
+template <class Fmt, bool Stream, class Dst>
 LOWBIT_TARGET_AVX2 inline void mx_dequantize_fp8(const std::uint8_t* elements, const std::uint8_t* scales,
-                                                 std::size_t blocks, std::size_t bs, Dst* dst, Slow& slow) {
+                                                 std::size_t blocks, const ::lowbit::mx_options& o, Dst* dst) {
+  const std::size_t bs = o.block_size;
   constexpr bool is_int8 = mx_element_traits<Fmt>::is_int8;
   constexpr bool e4m3 = !is_int8 && std::is_same<typename mx_element_traits<Fmt>::spec, formats::e4m3fn>::value;
   // Scale exponents whose products are all normal floats (or Inf/NaN elements), and the power
@@ -767,7 +657,7 @@ LOWBIT_TARGET_AVX2 inline void mx_dequantize_fp8(const std::uint8_t* elements, c
       continue;
     }
     if (s < lo || s > hi) {
-      slow(in, sc, out);
+      dequantize_block_cold<Fmt>(in, sc, o, out);
       continue;
     }
     const __m256 p = _mm256_castsi256_ps(set1((s + offset + 127) << 23));
@@ -797,271 +687,49 @@ LOWBIT_TARGET_AVX2 inline void mx_dequantize_fp8(const std::uint8_t* elements, c
   }
 }
 
-// ------------------------------------------------------------------------------------------------
-// NVFP4.
-
-// E4M3 codes (any byte) -> their float values, exactly (codec.hpp's pack_float: NaN is the quiet
-// NaN with the code's sign).
-LOWBIT_BLOCK_INLINE __m256 decode_e4m3(__m256i c) {
-  const __m256i mag = _mm256_and_si256(c, set1(0x7F));
-  const __m256i normal = _mm256_add_epi32(_mm256_slli_epi32(mag, 20), set1(120 << 23));
-  // subnormals k * 2^-9, k = 0..7 (float bits)
-  const __m256i sub = _mm256_permutevar8x32_epi32(
-      _mm256_setr_epi32(0, 0x3B000000, 0x3B800000, 0x3BC00000, 0x3C000000, 0x3C200000, 0x3C400000, 0x3C600000), mag);
-  __m256i r = _mm256_blendv_epi8(normal, sub, _mm256_cmpgt_epi32(set1(8), mag));
-  r = _mm256_blendv_epi8(r, set1(0x7FC00000), _mm256_cmpeq_epi32(mag, set1(0x7F)));
-  return _mm256_castsi256_ps(_mm256_or_si256(r, _mm256_slli_epi32(_mm256_and_si256(c, set1(0x80)), 24)));
-}
-
-// E4M3 codes 0x00..0x7E -> their float values (decode_e4m3 without NaN and sign).
-LOWBIT_BLOCK_INLINE __m256 decode_e4m3_finite(__m256i c) {
-  const __m256i normal = _mm256_add_epi32(_mm256_slli_epi32(c, 20), set1(120 << 23));
-  const __m256i sub = _mm256_permutevar8x32_epi32(
-      _mm256_setr_epi32(0, 0x3B000000, 0x3B800000, 0x3BC00000, 0x3C000000, 0x3C200000, 0x3C400000, 0x3C600000), c);
-  return _mm256_castsi256_ps(_mm256_blendv_epi8(normal, sub, _mm256_cmpgt_epi32(set1(8), c)));
-}
-
-// E4M3 codes of 8 non-negative float targets under rm, saturating at 448 (nvfp4_block_scale).
-LOWBIT_BLOCK_INLINE __m256i encode_scale_e4m3(__m256i target, rounding rm) {
-  using F = formats::e4m3fn;
-  const enc_block e = make_enc_block<F>(_mm256_setzero_si256());
-  const __m256i pos = _mm256_setzero_si256();
-  switch (rm) {
-    case rounding::toward_zero: return encode_magnitude<F, rounding::toward_zero>(target, pos, e);
-    case rounding::toward_pos_inf: return encode_magnitude<F, rounding::toward_pos_inf>(target, pos, e);
-    case rounding::nearest_away: return encode_magnitude<F, rounding::nearest_away>(target, pos, e);
-    case rounding::nearest_toward_zero: return encode_magnitude<F, rounding::nearest_toward_zero>(target, pos, e);
-    case rounding::nearest_even:
-    case rounding::stochastic:
-    default: return encode_magnitude<F, rounding::nearest_even>(target, pos, e);
-  }
-}
-
-// E2M1 codes of the 16 values v0, v1 (bit patterns) of a block with effective scale d > 0, in
-// pair order: encode(v / d) with the float32 division of the reference.
-template <rounding RM>
-LOWBIT_BLOCK_INLINE __m256i nvfp4_encode16(__m256i v0, __m256i v1, __m256 d, bool signed_zero, const e2m1_consts& c) {
-  const __m256i q0 = _mm256_castps_si256(_mm256_div_ps(_mm256_castsi256_ps(v0), d));
-  const __m256i q1 = _mm256_castps_si256(_mm256_div_ps(_mm256_castsi256_ps(v1), d));
-  if constexpr (RM == rounding::nearest_even || RM == rounding::nearest_away || RM == rounding::nearest_toward_zero) {
-    return e2m1_nearest16<RM>(q0, q1, _mm256_setzero_si256(), signed_zero, c);
-  } else {
-    using F = formats::e2m1fn;
-    const enc_block e = make_enc_block<F>(_mm256_setzero_si256());
-    const __m256i abs_mask = set1(0x7FFFFFFF);
-    const __m256i n0 = encode_magnitude<F, RM>(_mm256_and_si256(q0, abs_mask), _mm256_srai_epi32(q0, 31), e);
-    const __m256i n1 = encode_magnitude<F, RM>(_mm256_and_si256(q1, abs_mask), _mm256_srai_epi32(q1, 31), e);
-    const __m256i n = _mm256_blend_epi16(n0, _mm256_slli_epi32(n1, 16), 0xAA);
-    __m256i sign = _mm256_and_si256(_mm256_srai_epi16(high_halves(q0, q1), 15), _mm256_set1_epi16(8));
-    if (!signed_zero) sign = _mm256_andnot_si256(_mm256_cmpeq_epi16(n, _mm256_setzero_si256()), sign);
-    return _mm256_or_si256(n, sign);
-  }
-}
-
-// The codes of a block whose scale is 0 (x * 0 keeps the sign) or NaN (all 0), pair order.
-LOWBIT_BLOCK_INLINE __m256i nvfp4_zero16(__m256i v0, __m256i v1, bool keep_sign) {
-  return keep_sign ? _mm256_and_si256(_mm256_srai_epi16(high_halves(v0, v1), 15), _mm256_set1_epi16(8))
-                   : _mm256_setzero_si256();
-}
-
-// The scales of a group of up to 8 blocks: the block-scale target, nvfp4_block_scale and
-// nvfp4_effective_scale, eight at a time.
-struct nvfp4_group {
-  __m256 d;       // effective scales D
-  __m256i codes;  // E4M3 scale codes (0x7F for NaN/Inf blocks)
-  unsigned bad;   // blocks holding NaN or Inf
-  unsigned usable;  // blocks with D > 0 (as the reference tests it) and no NaN or Inf
-};
-
-template <class Src>
-LOWBIT_BLOCK_INLINE nvfp4_group nvfp4_group_scales(const Src* xg, std::size_t count, const nvfp4_kernel_options& o,
-                                                   float six_t) {
-  const __m256i abs_mask = set1(0x7FFFFFFF);
-  __m256i m[8];
-  if (count == 8) {
-    for (std::size_t j = 0; j < 8; ++j)
-      m[j] = _mm256_max_epi32(_mm256_and_si256(load8(xg + 16 * j), abs_mask),
-                              _mm256_and_si256(load8(xg + 16 * j + 8), abs_mask));
-  } else {
-    for (std::size_t j = 0; j < 8; ++j) {
-      m[j] = j < count ? _mm256_max_epi32(_mm256_and_si256(load8(xg + 16 * j), abs_mask),
-                                          _mm256_and_si256(load8(xg + 16 * j + 8), abs_mask))
-                       : _mm256_setzero_si256();
-    }
-  }
-  const __m256i amax = transpose_max8(m);
-  const __m256i bad = _mm256_cmpgt_epi32(amax, set1(0x7F7FFFFF));
-  const __m256 a = _mm256_castsi256_ps(_mm256_andnot_si256(bad, amax));
-  const __m256 t = _mm256_set1_ps(o.tensor_scale);
-  const __m256 target = o.multiplier ? _mm256_mul_ps(_mm256_div_ps(a, _mm256_set1_ps(6.0f)), t)
-                                     : _mm256_div_ps(a, _mm256_set1_ps(six_t));
-  const __m256i finite_codes = encode_scale_e4m3(_mm256_castps_si256(target), o.scale_rounding);
-  const __m256 dec = decode_e4m3_finite(finite_codes);
-  nvfp4_group r;
-  r.d = o.multiplier ? _mm256_div_ps(dec, t) : _mm256_mul_ps(dec, t);
-  r.codes = _mm256_blendv_epi8(finite_codes, set1(0x7F), bad);
-  r.bad = static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(bad)));
-  // d > 0.0f, as the reference tests it (a compare, so DAZ applies as it does there)
-  r.usable = static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(r.d, _mm256_setzero_ps(), _CMP_GT_OQ))) & ~r.bad;
-  return r;
-}
-
-template <rounding RM, class Src>
-LOWBIT_TARGET_AVX2 inline bool nvfp4_quantize_rm(const Src* src, std::size_t blocks, std::uint8_t* elements,
-                                                 std::uint8_t* scales, const nvfp4_kernel_options& o) {
-  const e2m1_consts c = make_e2m1_consts<RM>();
-  const float six_t = 6.0f * o.tensor_scale;  // the reference's (6.0f * t.value)
-  bool non_finite = false;
-  alignas(32) float d_lane[8];
-  alignas(32) std::int32_t code_lane[8];
-  if (blocks == 0) return false;
-  // Group g + 1's scales are computed before group g's elements, so that their integer work
-  // overlaps the element divisions.
-  nvfp4_group next = nvfp4_group_scales(src, blocks < 8 ? blocks : 8, o, six_t);
-  for (std::size_t g = 0; g < blocks; g += 8) {
-    const std::size_t count = blocks - g < 8 ? blocks - g : 8;
-    const Src* xg = src + g * 16;
-    const nvfp4_group cur = next;
-    if (g + 8 < blocks) {
-      const std::size_t next_count = blocks - g - 8 < 8 ? blocks - g - 8 : 8;
-      next = nvfp4_group_scales(xg + 128, next_count, o, six_t);
-    }
-    _mm256_store_ps(d_lane, cur.d);
-    non_finite = non_finite || (cur.bad & ((1u << count) - 1u)) != 0;
-    if (count == 8) {
-      const __m256i p = _mm256_packus_epi32(cur.codes, cur.codes);
-      const __m256i b = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(p, p), _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4));
-      _mm_storel_epi64(reinterpret_cast<__m128i*>(scales + g), _mm256_castsi256_si128(b));
-      if (cur.usable == 0xFFu) {
-        // The common case: eight blocks with a positive effective scale, straight through.
-        for (std::size_t k = 0; k < 8; k += 2) {
-          const __m256i w0 = nvfp4_encode16<RM>(load8(xg + 16 * k), load8(xg + 16 * k + 8),
-                                                _mm256_broadcast_ss(d_lane + k), o.signed_zero, c);
-          const __m256i w1 = nvfp4_encode16<RM>(load8(xg + 16 * k + 16), load8(xg + 16 * k + 24),
-                                                _mm256_broadcast_ss(d_lane + k + 1), o.signed_zero, c);
-          store_e2m1_pairs<32>(elements + (g + k) * 8, w0, w1);
-        }
-        continue;
-      }
-    }
-    _mm256_store_si256(reinterpret_cast<__m256i*>(code_lane), cur.codes);
-    if (count != 8) {
-      for (std::size_t j = 0; j < count; ++j) scales[g + j] = static_cast<std::uint8_t>(code_lane[j]);
-    }
-    // Two blocks (32 codes, 16 bytes) at a time.
-    for (std::size_t j = 0; j < count; j += 2) {
-      __m256i w[2];
-      const std::size_t pair = count - j < 2 ? 1 : 2;
-      for (std::size_t h = 0; h < pair; ++h) {
-        const std::size_t k = j + h;
-        const __m256i v0 = load8(xg + 16 * k);
-        const __m256i v1 = load8(xg + 16 * k + 8);
-        if ((cur.usable >> k) & 1u) {
-          w[h] = nvfp4_encode16<RM>(v0, v1, _mm256_broadcast_ss(d_lane + k), o.signed_zero, c);
-        } else {
-          w[h] = nvfp4_zero16(v0, v1, o.signed_zero && ((cur.bad >> k) & 1u) == 0);
-        }
-      }
-      std::uint8_t* out = elements + (g + j) * 8;
-      if (pair == 2) {
-        store_e2m1_pairs<32>(out, w[0], w[1]);
-      } else {
-        store_e2m1_pairs<16>(out, w[0], w[0]);
-      }
-    }
-  }
-  return non_finite;
-}
-
-template <bool Stream, class Dst>
-LOWBIT_TARGET_AVX2 inline void nvfp4_dequantize_impl(const std::uint8_t* elements, const std::uint8_t* scales,
-                                                     std::size_t blocks, Dst* dst, const nvfp4_kernel_options& o) {
-  const __m256 pos = _mm256_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f);
-  __m256 neg = _mm256_setr_ps(-0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f);
-#if defined(__GNUC__) || defined(__clang__)
-  // Keep the compiler from turning neg * d into -(pos * d): the two differ in the sign of a NaN
-  // product, and the reference multiplies the negative value itself.
-  __asm__("" : "+x"(neg));
-#endif
-  const __m256 t = _mm256_set1_ps(o.tensor_scale);
-  // Lane j of the 8 elements held by 4 packed bytes w: w >> 4j. vpermps reads the low 3 bits
-  // (the magnitude) and the blend bit 31, where the code's sign bit lands after << 28.
-  const __m256i nibble_shift = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
-  alignas(32) float d_lane[8];
-  for (std::size_t g = 0; g < blocks; g += 8) {
-    const std::size_t count = blocks - g < 8 ? blocks - g : 8;
-    __m128i sb;
-    if (count == 8) {
-      sb = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + g));
-    } else {
-      std::uint8_t tmp[16] = {};
-      std::memcpy(tmp, scales + g, count);
-      sb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(tmp));
-    }
-    const __m256 dec = decode_e4m3(_mm256_cvtepu8_epi32(sb));
-    _mm256_store_ps(d_lane, o.multiplier ? _mm256_div_ps(dec, t) : _mm256_mul_ps(dec, t));
-    for (std::size_t j = 0; j < count; ++j) {
-      const std::uint8_t* in = elements + (g + j) * 8;
-      Dst* out = dst + (g + j) * 16;
-      const __m256 dk = _mm256_broadcast_ss(d_lane + j);
-      const __m256 tp = _mm256_mul_ps(pos, dk);  // E2M1 value * D, as the reference multiplies
-      const __m256 tn = _mm256_mul_ps(neg, dk);
-      for (std::size_t q = 0; q < 2; ++q) {
-        std::int32_t w;
-        std::memcpy(&w, in + 4 * q, 4);
-        const __m256i idx = _mm256_srlv_epi32(_mm256_set1_epi32(w), nibble_shift);
-        const __m256 r = _mm256_blendv_ps(_mm256_permutevar8x32_ps(tp, idx), _mm256_permutevar8x32_ps(tn, idx),
-                                          _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28)));
-        store8<Stream>(out + 8 * q, r);
-      }
-    }
-  }
-}
-
 // Whether a dequantization writes its output with streaming stores: float output of at least
-// stream_threshold_bytes (far beyond the per-core caches, where the stores would only evict
-// what the caller keeps there; streaming doubles the write bandwidth from DRAM on the
-// machines measured) to a 32-byte aligned destination.
-inline constexpr std::size_t stream_threshold_bytes = std::size_t{16} << 20;
+// avx2_common.hpp's stream_threshold_bytes (far beyond the per-core caches, where the stores
+// would only evict what the caller keeps there) to a 32-byte aligned destination.
 
 template <class Dst>
 inline bool stream_output(const Dst* dst, std::size_t n) noexcept {
-  return std::is_same<Dst, float>::value && n >= stream_threshold_bytes / sizeof(float) &&
+  return std::is_same<Dst, float>::value && n >= ::lowbit::kernels::avx2::stream_threshold_bytes / sizeof(float) &&
          reinterpret_cast<std::uintptr_t>(dst) % 32 == 0;
 }
 
 }  // namespace detail
 
 // ------------------------------------------------------------------------------------------------
-// Entry points. n is a multiple of the block size (the schemes check), the options pass
-// mx_kernel_supports / nvfp4_kernel_supports. Quantize returns whether a block held NaN or Inf.
+// Entry points. n is a multiple of the block size and the options passed the bulk calls' checks
+// and mx_avx2_supports. Quantize returns whether a block held NaN or Inf.
 
-template <class Fmt, class Src, class Slow>
-LOWBIT_TARGET_AVX2 inline bool mx_quantize(const Src* src, std::size_t n, std::uint8_t* elements, std::uint8_t* scales,
-                                           const mx_kernel_options& o, Slow&& slow) {
+template <class Fmt, class Src>
+LOWBIT_TARGET_AVX2 inline bool mx_quantize(const Src* src, std::size_t n, const ::lowbit::mx_options& o,
+                                           std::uint8_t* elements, std::uint8_t* scales) {
   const std::size_t blocks = n / o.block_size;
   switch (o.element_rounding) {
     case rounding::toward_zero:
-      return detail::mx_quantize_rm<Fmt, rounding::toward_zero>(src, blocks, elements, scales, o, slow);
+      return detail::mx_quantize_rm<Fmt, rounding::toward_zero>(src, blocks, o, elements, scales);
     case rounding::toward_pos_inf:
-      return detail::mx_quantize_rm<Fmt, rounding::toward_pos_inf>(src, blocks, elements, scales, o, slow);
+      return detail::mx_quantize_rm<Fmt, rounding::toward_pos_inf>(src, blocks, o, elements, scales);
     case rounding::nearest_away:
-      return detail::mx_quantize_rm<Fmt, rounding::nearest_away>(src, blocks, elements, scales, o, slow);
+      return detail::mx_quantize_rm<Fmt, rounding::nearest_away>(src, blocks, o, elements, scales);
     case rounding::nearest_toward_zero:
-      return detail::mx_quantize_rm<Fmt, rounding::nearest_toward_zero>(src, blocks, elements, scales, o, slow);
+      return detail::mx_quantize_rm<Fmt, rounding::nearest_toward_zero>(src, blocks, o, elements, scales);
     case rounding::nearest_even:
     case rounding::stochastic:
-    default: return detail::mx_quantize_rm<Fmt, rounding::nearest_even>(src, blocks, elements, scales, o, slow);
+    default: return detail::mx_quantize_rm<Fmt, rounding::nearest_even>(src, blocks, o, elements, scales);
   }
 }
 
-template <class Fmt, class Dst, class Slow>
+template <class Fmt, class Dst>
 LOWBIT_TARGET_AVX2 inline void mx_dequantize(const std::uint8_t* elements, const std::uint8_t* scales, std::size_t n,
-                                             Dst* dst, std::size_t block_size, Slow&& slow) {
+                                             const ::lowbit::mx_options& o, Dst* dst) {
+  const std::size_t block_size = o.block_size;
   if (detail::stream_output(dst, n)) {
     if constexpr (std::is_same<Dst, float>::value) {
       if constexpr (Fmt::element_bits == 8) {
-        detail::mx_dequantize_fp8<Fmt, true>(elements, scales, n / block_size, block_size, dst, slow);
+        detail::mx_dequantize_fp8<Fmt, true>(elements, scales, n / block_size, o, dst);
       } else {
         detail::mx_dequantize_table<Fmt, true>(elements, scales, n / block_size, block_size, dst);
       }
@@ -1070,44 +738,11 @@ LOWBIT_TARGET_AVX2 inline void mx_dequantize(const std::uint8_t* elements, const
     }
   }
   if constexpr (Fmt::element_bits == 8) {
-    detail::mx_dequantize_fp8<Fmt, false>(elements, scales, n / block_size, block_size, dst, slow);
+    detail::mx_dequantize_fp8<Fmt, false>(elements, scales, n / block_size, o, dst);
   } else {
     detail::mx_dequantize_table<Fmt, false>(elements, scales, n / block_size, block_size, dst);
   }
 }
-
-template <class Src>
-LOWBIT_TARGET_AVX2 inline bool nvfp4_quantize(const Src* src, std::size_t n, std::uint8_t* elements,
-                                              std::uint8_t* scales, const nvfp4_kernel_options& o) {
-  const std::size_t blocks = n / 16;
-  switch (o.element_rounding) {
-    case rounding::toward_zero:
-      return detail::nvfp4_quantize_rm<rounding::toward_zero>(src, blocks, elements, scales, o);
-    case rounding::toward_pos_inf:
-      return detail::nvfp4_quantize_rm<rounding::toward_pos_inf>(src, blocks, elements, scales, o);
-    case rounding::nearest_away:
-      return detail::nvfp4_quantize_rm<rounding::nearest_away>(src, blocks, elements, scales, o);
-    case rounding::nearest_toward_zero:
-      return detail::nvfp4_quantize_rm<rounding::nearest_toward_zero>(src, blocks, elements, scales, o);
-    case rounding::nearest_even:
-    case rounding::stochastic:
-    default: return detail::nvfp4_quantize_rm<rounding::nearest_even>(src, blocks, elements, scales, o);
-  }
-}
-
-template <class Dst>
-LOWBIT_TARGET_AVX2 inline void nvfp4_dequantize(const std::uint8_t* elements, const std::uint8_t* scales, std::size_t n,
-                                                Dst* dst, const nvfp4_kernel_options& o) {
-  if (detail::stream_output(dst, n)) {
-    if constexpr (std::is_same<Dst, float>::value) {
-      detail::nvfp4_dequantize_impl<true>(elements, scales, n / 16, dst, o);
-      _mm_sfence();
-      return;
-    }
-  }
-  detail::nvfp4_dequantize_impl<false>(elements, scales, n / 16, dst, o);
-}
-
 }  // namespace avx2
 #endif  // LOWBIT_HAS_AVX2_KERNELS
 
@@ -1115,4 +750,4 @@ LOWBIT_TARGET_AVX2 inline void nvfp4_dequantize(const std::uint8_t* elements, co
 }  // namespace kernels
 }  // namespace lowbit
 
-#endif  // LOWBIT_KERNELS_AVX2_BLOCK_HPP
+#endif  // LOWBIT_KERNELS_MX_AVX2_HPP

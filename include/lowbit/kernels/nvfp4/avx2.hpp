@@ -1,0 +1,296 @@
+// lowbit: AVX2 kernels of NVFP4, quantize and dequantize, float32 or bfloat16 on the float side.
+// The reference (kernels/nvfp4/scalar.hpp) is float32 arithmetic (amax / (6 t), scale_b * t,
+// x / D), so these kernels perform the same IEEE operations in the same order (vdivps and vmulps
+// round exactly as divss and mulss, and honour FTZ/DAZ the same way); only the encodings (E4M3
+// scale, E2M1 elements, shared with MXFP4 in kernels/mx/avx2.hpp) are integer code. In a given
+// MXCSR state the AVX2 path therefore writes what the scalar path writes in that state (the bulk
+// calls run both in the IEEE default). tests/test_kernels_block.cpp (Nvfp4Kernel) compares them.
+// The quantizer computes the next group's scales before the current group's elements, so the
+// integer work overlaps the divider, which is not pipelined. More in docs/kernels.md.
+#ifndef LOWBIT_KERNELS_NVFP4_AVX2_HPP
+#define LOWBIT_KERNELS_NVFP4_AVX2_HPP
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "../mx/avx2.hpp"
+#include "scalar.hpp"
+
+namespace lowbit {
+namespace kernels {
+namespace block {
+
+#if LOWBIT_HAS_AVX2_KERNELS
+namespace avx2 {
+namespace detail {
+
+// Whether o's tensor scale is the multiplier g (D = scale_b / g) rather than the divisor t.
+inline bool is_multiplier(const ::lowbit::nvfp4_options& o) noexcept {
+  return o.tensor_scale_convention == ::lowbit::nvfp4_scale_convention::multiplier;
+}
+
+// E4M3 codes (any byte) -> their float values, exactly (codec.hpp's pack_float: NaN is the quiet
+// NaN with the code's sign).
+LOWBIT_AVX2_INLINE __m256 decode_e4m3(__m256i c) {
+  const __m256i mag = _mm256_and_si256(c, set1(0x7F));
+  const __m256i normal = _mm256_add_epi32(_mm256_slli_epi32(mag, 20), set1(120 << 23));
+  // subnormals k * 2^-9, k = 0..7 (float bits)
+  const __m256i sub = _mm256_permutevar8x32_epi32(
+      _mm256_setr_epi32(0, 0x3B000000, 0x3B800000, 0x3BC00000, 0x3C000000, 0x3C200000, 0x3C400000, 0x3C600000), mag);
+  __m256i r = _mm256_blendv_epi8(normal, sub, _mm256_cmpgt_epi32(set1(8), mag));
+  r = _mm256_blendv_epi8(r, set1(0x7FC00000), _mm256_cmpeq_epi32(mag, set1(0x7F)));
+  return _mm256_castsi256_ps(_mm256_or_si256(r, _mm256_slli_epi32(_mm256_and_si256(c, set1(0x80)), 24)));
+}
+
+// E4M3 codes 0x00..0x7E -> their float values (decode_e4m3 without NaN and sign).
+LOWBIT_AVX2_INLINE __m256 decode_e4m3_finite(__m256i c) {
+  const __m256i normal = _mm256_add_epi32(_mm256_slli_epi32(c, 20), set1(120 << 23));
+  const __m256i sub = _mm256_permutevar8x32_epi32(
+      _mm256_setr_epi32(0, 0x3B000000, 0x3B800000, 0x3BC00000, 0x3C000000, 0x3C200000, 0x3C400000, 0x3C600000), c);
+  return _mm256_castsi256_ps(_mm256_blendv_epi8(normal, sub, _mm256_cmpgt_epi32(set1(8), c)));
+}
+
+// E4M3 codes of 8 non-negative float targets under rm, saturating at 448 (nvfp4_block_scale).
+LOWBIT_AVX2_INLINE __m256i encode_scale_e4m3(__m256i target, rounding rm) {
+  using F = formats::e4m3fn;
+  const enc_block e = make_enc_block<F>(_mm256_setzero_si256());
+  const __m256i pos = _mm256_setzero_si256();
+  switch (rm) {
+    case rounding::toward_zero: return encode_magnitude<F, rounding::toward_zero>(target, pos, e);
+    case rounding::toward_pos_inf: return encode_magnitude<F, rounding::toward_pos_inf>(target, pos, e);
+    case rounding::nearest_away: return encode_magnitude<F, rounding::nearest_away>(target, pos, e);
+    case rounding::nearest_toward_zero: return encode_magnitude<F, rounding::nearest_toward_zero>(target, pos, e);
+    case rounding::nearest_even:
+    case rounding::stochastic:
+    default: return encode_magnitude<F, rounding::nearest_even>(target, pos, e);
+  }
+}
+
+// E2M1 codes of the 16 values v0, v1 (bit patterns) of a block with effective scale d > 0, in
+// pair order: encode(v / d) with the float32 division of the reference.
+template <rounding RM>
+LOWBIT_AVX2_INLINE __m256i nvfp4_encode16(__m256i v0, __m256i v1, __m256 d, bool signed_zero, const e2m1_consts& c) {
+  const __m256i q0 = _mm256_castps_si256(_mm256_div_ps(_mm256_castsi256_ps(v0), d));
+  const __m256i q1 = _mm256_castps_si256(_mm256_div_ps(_mm256_castsi256_ps(v1), d));
+  if constexpr (RM == rounding::nearest_even || RM == rounding::nearest_away || RM == rounding::nearest_toward_zero) {
+    return e2m1_nearest16<RM>(q0, q1, _mm256_setzero_si256(), signed_zero, c);
+  } else {
+    using F = formats::e2m1fn;
+    const enc_block e = make_enc_block<F>(_mm256_setzero_si256());
+    const __m256i abs_mask = set1(0x7FFFFFFF);
+    const __m256i n0 = encode_magnitude<F, RM>(_mm256_and_si256(q0, abs_mask), _mm256_srai_epi32(q0, 31), e);
+    const __m256i n1 = encode_magnitude<F, RM>(_mm256_and_si256(q1, abs_mask), _mm256_srai_epi32(q1, 31), e);
+    const __m256i n = _mm256_blend_epi16(n0, _mm256_slli_epi32(n1, 16), 0xAA);
+    __m256i sign = _mm256_and_si256(_mm256_srai_epi16(high_halves(q0, q1), 15), _mm256_set1_epi16(8));
+    if (!signed_zero) sign = _mm256_andnot_si256(_mm256_cmpeq_epi16(n, _mm256_setzero_si256()), sign);
+    return _mm256_or_si256(n, sign);
+  }
+}
+
+// The codes of a block whose scale is 0 (x * 0 keeps the sign) or NaN (all 0), pair order.
+LOWBIT_AVX2_INLINE __m256i nvfp4_zero16(__m256i v0, __m256i v1, bool keep_sign) {
+  return keep_sign ? _mm256_and_si256(_mm256_srai_epi16(high_halves(v0, v1), 15), _mm256_set1_epi16(8))
+                   : _mm256_setzero_si256();
+}
+
+// The scales of a group of up to 8 blocks: the block-scale target, nvfp4_block_scale and
+// nvfp4_effective_scale, eight at a time.
+struct nvfp4_group {
+  __m256 d;       // effective scales D
+  __m256i codes;  // E4M3 scale codes (0x7F for NaN/Inf blocks)
+  unsigned bad;   // blocks holding NaN or Inf
+  unsigned usable;  // blocks with D > 0 (as the reference tests it) and no NaN or Inf
+};
+
+template <class Src>
+LOWBIT_AVX2_INLINE nvfp4_group nvfp4_group_scales(const Src* xg, std::size_t count, const ::lowbit::nvfp4_options& o,
+                                                   float six_t) {
+  const __m256i abs_mask = set1(0x7FFFFFFF);
+  __m256i m[8];
+  if (count == 8) {
+    for (std::size_t j = 0; j < 8; ++j)
+      m[j] = _mm256_max_epi32(_mm256_and_si256(load8(xg + 16 * j), abs_mask),
+                              _mm256_and_si256(load8(xg + 16 * j + 8), abs_mask));
+  } else {
+    for (std::size_t j = 0; j < 8; ++j) {
+      m[j] = j < count ? _mm256_max_epi32(_mm256_and_si256(load8(xg + 16 * j), abs_mask),
+                                          _mm256_and_si256(load8(xg + 16 * j + 8), abs_mask))
+                       : _mm256_setzero_si256();
+    }
+  }
+  const __m256i amax = transpose_max8(m);
+  const __m256i bad = _mm256_cmpgt_epi32(amax, set1(0x7F7FFFFF));
+  const __m256 a = _mm256_castsi256_ps(_mm256_andnot_si256(bad, amax));
+  const __m256 t = _mm256_set1_ps(o.tensor_scale);
+  const __m256 target = is_multiplier(o) ? _mm256_mul_ps(_mm256_div_ps(a, _mm256_set1_ps(6.0f)), t)
+                                     : _mm256_div_ps(a, _mm256_set1_ps(six_t));
+  const __m256i finite_codes = encode_scale_e4m3(_mm256_castps_si256(target), o.scale_rounding);
+  const __m256 dec = decode_e4m3_finite(finite_codes);
+  nvfp4_group r;
+  r.d = is_multiplier(o) ? _mm256_div_ps(dec, t) : _mm256_mul_ps(dec, t);
+  r.codes = _mm256_blendv_epi8(finite_codes, set1(0x7F), bad);
+  r.bad = static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(bad)));
+  // d > 0.0f, as the reference tests it (a compare, so DAZ applies as it does there)
+  r.usable = static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(r.d, _mm256_setzero_ps(), _CMP_GT_OQ))) & ~r.bad;
+  return r;
+}
+
+template <rounding RM, class Src>
+LOWBIT_TARGET_AVX2 inline bool nvfp4_quantize_rm(const Src* src, std::size_t blocks, std::uint8_t* elements,
+                                                 std::uint8_t* scales, const ::lowbit::nvfp4_options& o) {
+  const e2m1_consts c = make_e2m1_consts<RM>();
+  const float six_t = 6.0f * o.tensor_scale;  // the reference's (6.0f * t.value)
+  bool non_finite = false;
+  alignas(32) float d_lane[8];
+  alignas(32) std::int32_t code_lane[8];
+  if (blocks == 0) return false;
+  // Group g + 1's scales are computed before group g's elements, so that their integer work
+  // overlaps the element divisions.
+  nvfp4_group next = nvfp4_group_scales(src, blocks < 8 ? blocks : 8, o, six_t);
+  for (std::size_t g = 0; g < blocks; g += 8) {
+    const std::size_t count = blocks - g < 8 ? blocks - g : 8;
+    const Src* xg = src + g * 16;
+    const nvfp4_group cur = next;
+    if (g + 8 < blocks) {
+      const std::size_t next_count = blocks - g - 8 < 8 ? blocks - g - 8 : 8;
+      next = nvfp4_group_scales(xg + 128, next_count, o, six_t);
+    }
+    _mm256_store_ps(d_lane, cur.d);
+    non_finite = non_finite || (cur.bad & ((1u << count) - 1u)) != 0;
+    if (count == 8) {
+      const __m256i p = _mm256_packus_epi32(cur.codes, cur.codes);
+      const __m256i b = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(p, p), _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4));
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(scales + g), _mm256_castsi256_si128(b));
+      if (cur.usable == 0xFFu) {
+        // The common case: eight blocks with a positive effective scale, straight through.
+        for (std::size_t k = 0; k < 8; k += 2) {
+          const __m256i w0 = nvfp4_encode16<RM>(load8(xg + 16 * k), load8(xg + 16 * k + 8),
+                                                _mm256_broadcast_ss(d_lane + k), o.signed_zero, c);
+          const __m256i w1 = nvfp4_encode16<RM>(load8(xg + 16 * k + 16), load8(xg + 16 * k + 24),
+                                                _mm256_broadcast_ss(d_lane + k + 1), o.signed_zero, c);
+          store_e2m1_pairs<32>(elements + (g + k) * 8, w0, w1);
+        }
+        continue;
+      }
+    }
+    _mm256_store_si256(reinterpret_cast<__m256i*>(code_lane), cur.codes);
+    if (count != 8) {
+      for (std::size_t j = 0; j < count; ++j) scales[g + j] = static_cast<std::uint8_t>(code_lane[j]);
+    }
+    // Two blocks (32 codes, 16 bytes) at a time.
+    for (std::size_t j = 0; j < count; j += 2) {
+      __m256i w[2];
+      const std::size_t pair = count - j < 2 ? 1 : 2;
+      for (std::size_t h = 0; h < pair; ++h) {
+        const std::size_t k = j + h;
+        const __m256i v0 = load8(xg + 16 * k);
+        const __m256i v1 = load8(xg + 16 * k + 8);
+        if ((cur.usable >> k) & 1u) {
+          w[h] = nvfp4_encode16<RM>(v0, v1, _mm256_broadcast_ss(d_lane + k), o.signed_zero, c);
+        } else {
+          w[h] = nvfp4_zero16(v0, v1, o.signed_zero && ((cur.bad >> k) & 1u) == 0);
+        }
+      }
+      std::uint8_t* out = elements + (g + j) * 8;
+      if (pair == 2) {
+        store_e2m1_pairs<32>(out, w[0], w[1]);
+      } else {
+        store_e2m1_pairs<16>(out, w[0], w[0]);
+      }
+    }
+  }
+  return non_finite;
+}
+
+template <bool Stream, class Dst>
+LOWBIT_TARGET_AVX2 inline void nvfp4_dequantize_impl(const std::uint8_t* elements, const std::uint8_t* scales,
+                                                     std::size_t blocks, Dst* dst, const ::lowbit::nvfp4_options& o) {
+  const __m256 pos = _mm256_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f);
+  __m256 neg = _mm256_setr_ps(-0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f);
+#if defined(__GNUC__) || defined(__clang__)
+  // Keep the compiler from turning neg * d into -(pos * d): the two differ in the sign of a NaN
+  // product, and the reference multiplies the negative value itself.
+  __asm__("" : "+x"(neg));
+#endif
+  const __m256 t = _mm256_set1_ps(o.tensor_scale);
+  // Lane j of the 8 elements held by 4 packed bytes w: w >> 4j. vpermps reads the low 3 bits
+  // (the magnitude) and the blend bit 31, where the code's sign bit lands after << 28.
+  const __m256i nibble_shift = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
+  alignas(32) float d_lane[8];
+  for (std::size_t g = 0; g < blocks; g += 8) {
+    const std::size_t count = blocks - g < 8 ? blocks - g : 8;
+    __m128i sb;
+    if (count == 8) {
+      sb = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + g));
+    } else {
+      std::uint8_t tmp[16] = {};
+      std::memcpy(tmp, scales + g, count);
+      sb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(tmp));
+    }
+    const __m256 dec = decode_e4m3(_mm256_cvtepu8_epi32(sb));
+    _mm256_store_ps(d_lane, is_multiplier(o) ? _mm256_div_ps(dec, t) : _mm256_mul_ps(dec, t));
+    for (std::size_t j = 0; j < count; ++j) {
+      const std::uint8_t* in = elements + (g + j) * 8;
+      Dst* out = dst + (g + j) * 16;
+      const __m256 dk = _mm256_broadcast_ss(d_lane + j);
+      const __m256 tp = _mm256_mul_ps(pos, dk);  // E2M1 value * D, as the reference multiplies
+      const __m256 tn = _mm256_mul_ps(neg, dk);
+      for (std::size_t q = 0; q < 2; ++q) {
+        std::int32_t w;
+        std::memcpy(&w, in + 4 * q, 4);
+        const __m256i idx = _mm256_srlv_epi32(_mm256_set1_epi32(w), nibble_shift);
+        const __m256 r = _mm256_blendv_ps(_mm256_permutevar8x32_ps(tp, idx), _mm256_permutevar8x32_ps(tn, idx),
+                                          _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28)));
+        store8<Stream>(out + 8 * q, r);
+      }
+    }
+  }
+}
+
+}  // namespace detail
+
+// Entry points. n is a multiple of 16 and the options passed the bulk calls' checks. Quantize
+// returns whether a block held NaN or Inf.
+
+template <class Src>
+LOWBIT_TARGET_AVX2 inline bool nvfp4_quantize(const Src* src, std::size_t n, const ::lowbit::nvfp4_options& o,
+                                              std::uint8_t* elements, std::uint8_t* scales) {
+  const std::size_t blocks = n / 16;
+  switch (o.element_rounding) {
+    case rounding::toward_zero:
+      return detail::nvfp4_quantize_rm<rounding::toward_zero>(src, blocks, elements, scales, o);
+    case rounding::toward_pos_inf:
+      return detail::nvfp4_quantize_rm<rounding::toward_pos_inf>(src, blocks, elements, scales, o);
+    case rounding::nearest_away:
+      return detail::nvfp4_quantize_rm<rounding::nearest_away>(src, blocks, elements, scales, o);
+    case rounding::nearest_toward_zero:
+      return detail::nvfp4_quantize_rm<rounding::nearest_toward_zero>(src, blocks, elements, scales, o);
+    case rounding::nearest_even:
+    case rounding::stochastic:
+    default: return detail::nvfp4_quantize_rm<rounding::nearest_even>(src, blocks, elements, scales, o);
+  }
+}
+
+template <class Dst>
+LOWBIT_TARGET_AVX2 inline void nvfp4_dequantize(const std::uint8_t* elements, const std::uint8_t* scales, std::size_t n,
+                                                const ::lowbit::nvfp4_options& o, Dst* dst) {
+  if (detail::stream_output(dst, n)) {
+    if constexpr (std::is_same<Dst, float>::value) {
+      detail::nvfp4_dequantize_impl<true>(elements, scales, n / 16, dst, o);
+      _mm_sfence();
+      return;
+    }
+  }
+  detail::nvfp4_dequantize_impl<false>(elements, scales, n / 16, dst, o);
+}
+
+}  // namespace avx2
+#endif  // LOWBIT_HAS_AVX2_KERNELS
+
+}  // namespace block
+}  // namespace kernels
+}  // namespace lowbit
+
+#endif  // LOWBIT_KERNELS_NVFP4_AVX2_HPP
