@@ -89,10 +89,14 @@ struct awq_tensors {
 
 namespace detail {
 
-// The groups of m as a checkpoint stores them: groups per output row (1 for per_channel).
-inline status export_groups(const quantized_matrix& m, std::size_t* groups_per_row) noexcept {
+// The checks every export makes, in docs/api.md's order: an empty matrix (nothing to export) ->
+// bad_argument; `width` (the layout's verdict on the bit width) ; a float-offset scheme or scales
+// not stored as fp16 -> bad_argument; granularity per_tensor -> bad_group_size. Then the groups
+// per output row (1 for per_channel / per_token).
+inline status export_check(const quantized_matrix& m, status width, std::size_t* groups_per_row) noexcept {
   const int_params& p = m.params();
   if (m.empty()) return errc::bad_argument;
+  if (!width) return width;
   if (p.scheme == int_scheme::affine_offset || p.scale_format != scale_storage::fp16) return errc::bad_argument;
   if (p.granularity == granularity::per_group) {
     *groups_per_row = m.cols() / p.group_size;
@@ -137,12 +141,7 @@ inline status row_buffer(std::size_t n, std::unique_ptr<std::uint8_t[]>* row) no
   const int_params& p = m.params();
   const std::size_t out = m.rows(), in = m.cols();
   std::size_t groups = 0;
-  if (m.empty()) {
-    r.status = errc::bad_argument;
-    return r;
-  }
-  if ((r.status = detail::check_word_width(p.bits)) != status{}) return r;
-  if ((r.status = detail::export_groups(m, &groups)) != status{}) return r;
+  if ((r.status = detail::export_check(m, detail::check_word_width(p.bits), &groups)) != status{}) return r;
   if (static_cast<unsigned>(fmt) > 1u) {
     r.status = errc::bad_argument;
     return r;
@@ -196,15 +195,8 @@ inline status row_buffer(std::size_t n, std::unique_ptr<std::uint8_t[]>* row) no
   const int_params& p = m.params();
   const std::size_t out = m.rows(), in = m.cols();
   std::size_t groups = 0;
-  if (m.empty()) {
-    r.status = errc::bad_argument;
+  if ((r.status = detail::export_check(m, p.bits == 4 ? status{} : status{errc::bad_bit_width}, &groups)) != status{})
     return r;
-  }
-  if (p.bits != 4) {
-    r.status = errc::bad_bit_width;
-    return r;
-  }
-  if ((r.status = detail::export_groups(m, &groups)) != status{}) return r;
   if (out % 8 != 0) {
     r.status = errc::bad_block_size;
     return r;
@@ -239,15 +231,10 @@ template <class Block>
 inline result<tensor<Block>> export_ggml(const quantized_matrix& m, int bits) noexcept {
   result<tensor<Block>> r;
   const int_params& p = m.params();
-  if (m.empty()) {
-    r.status = errc::bad_argument;
+  std::size_t groups = 0;
+  if ((r.status = export_check(m, p.bits == bits ? status{} : status{errc::bad_bit_width}, &groups)) != status{})
     return r;
-  }
-  if (p.bits != bits) {
-    r.status = errc::bad_bit_width;
-    return r;
-  }
-  if (p.scheme != int_scheme::symmetric || p.scale_format != scale_storage::fp16) {
+  if (p.scheme != int_scheme::symmetric) {
     r.status = errc::bad_argument;
     return r;
   }

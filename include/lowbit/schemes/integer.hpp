@@ -841,21 +841,24 @@ inline status int_span_sizes(const int_params& p, std::size_t rows, std::size_t 
     return s;
   return dequantize_int(codes.data(), scales.data(), zeros.data(), rows, cols, p, dst.data());
 }
+namespace detail {
+template <class T>
+inline status dequantize_packed(span<const std::uint8_t> packed, span<const float> scales, span<const float> zeros,
+                                std::size_t rows, std::size_t cols, const int_params& p, span<T> dst) noexcept {
+  if (status s = int_span_sizes(p, rows, cols, dst.size(), packed.size(), true, scales.size(), zeros.size(), 0); !s)
+    return s;
+  return dequantize_packed(packed.data(), scales.data(), zeros.data(), rows, cols, p, dst.data());
+}
+}  // namespace detail
 [[nodiscard]] inline status dequantize_int_packed(span<const std::uint8_t> packed, span<const float> scales,
                                                   span<const float> zeros, std::size_t rows, std::size_t cols,
                                                   const int_params& p, span<float> dst) noexcept {
-  if (status s = detail::int_span_sizes(p, rows, cols, dst.size(), packed.size(), true, scales.size(), zeros.size(), 0);
-      !s)
-    return s;
-  return dequantize_int_packed(packed.data(), scales.data(), zeros.data(), rows, cols, p, dst.data());
+  return detail::dequantize_packed(packed, scales, zeros, rows, cols, p, dst);
 }
 [[nodiscard]] inline status dequantize_int_packed(span<const std::uint8_t> packed, span<const float> scales,
                                                   span<const float> zeros, std::size_t rows, std::size_t cols,
                                                   const int_params& p, span<bfloat16> dst) noexcept {
-  if (status s = detail::int_span_sizes(p, rows, cols, dst.size(), packed.size(), true, scales.size(), zeros.size(), 0);
-      !s)
-    return s;
-  return dequantize_int_packed(packed.data(), scales.data(), zeros.data(), rows, cols, p, dst.data());
+  return detail::dequantize_packed(packed, scales, zeros, rows, cols, p, dst);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -27,24 +27,14 @@ namespace kernels {
 // Returns v unchanged, but as a value the compiler cannot fuse into a following addition: a
 // scalar reference writes a * b + c as no_contract(a * b) + c, so that -ffp-contract=fast or
 // -march=native (FMA) cannot turn it into one rounding where the SIMD twin does two.
-inline float no_contract(float v) noexcept {
+template <class T>
+inline T no_contract(T v) noexcept {  // float or double
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
   __asm__("" : "+x"(v));
 #elif (defined(__GNUC__) || defined(__clang__)) && defined(__aarch64__)
   __asm__("" : "+w"(v));
 #else
-  volatile float t = v;
-  v = t;
-#endif
-  return v;
-}
-inline double no_contract(double v) noexcept {
-#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
-  __asm__("" : "+x"(v));
-#elif (defined(__GNUC__) || defined(__clang__)) && defined(__aarch64__)
-  __asm__("" : "+w"(v));
-#else
-  volatile double t = v;
+  volatile T t = v;
   v = t;
 #endif
   return v;

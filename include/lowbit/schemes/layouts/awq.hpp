@@ -88,31 +88,17 @@ inline bool all_nibbles(const std::uint8_t* v, std::size_t n) noexcept {
   return status{};
 }
 
-// zeros is [out, groups] (true zero-points, 0..15); qzeros is [groups, out/8]. The errors of
+// zeros is [out, groups] (true zero-points, 0..15); qzeros is [groups, out/8]: the layout of
+// qweight with groups in place of in_features, so the same packing. The errors of
 // awq_pack_qweight.
 [[nodiscard]] inline status awq_pack_qzeros(const std::uint8_t* zeros, std::size_t out_features, std::size_t groups,
                                             int bits, std::uint32_t* qzeros) noexcept {
-  std::size_t n = 0;
-  if (status s = detail::check_awq_shape(bits, out_features, groups, &n); !s) return s;
-  if (n == 0) return status{};
-  if (status s = detail::check_buffers({detail::buffer_of(zeros, n)}, {detail::buffer_of(qzeros, n / 8)}); !s)
-    return s;
-  if (!detail::all_nibbles(zeros, n)) return errc::bad_argument;
-  detail::awq_pack_rows(
-      groups, out_features, [&](std::size_t g, std::size_t o) { return zeros[o * groups + g]; }, qzeros);
-  return status{};
+  return awq_pack_qweight(zeros, out_features, groups, bits, qzeros);
 }
 
 [[nodiscard]] inline status awq_unpack_qzeros(const std::uint32_t* qzeros, std::size_t out_features,
                                               std::size_t groups, int bits, std::uint8_t* zeros) noexcept {
-  std::size_t n = 0;
-  if (status s = detail::check_awq_shape(bits, out_features, groups, &n); !s) return s;
-  if (n == 0) return status{};
-  if (status s = detail::check_buffers({detail::buffer_of(qzeros, n / 8)}, {detail::buffer_of(zeros, n)}); !s)
-    return s;
-  detail::awq_unpack_rows(qzeros, groups, out_features,
-                          [&](std::size_t g, std::size_t o, std::uint8_t z) { zeros[o * groups + g] = z; });
-  return status{};
+  return awq_unpack_qweight(qzeros, out_features, groups, bits, zeros);
 }
 
 }  // namespace lowbit
