@@ -23,9 +23,11 @@
 // block_mxfp4 is available through mxfp4_to_ggml / mxfp4_from_ggml. docs/block-formats.md draws
 // both and compares every producer's choices.
 //
-// The per-block functions (mx_block_scale, mx_quantize_block, mx_dequantize_block) define the
-// results; the bulk functions only loop over blocks, and a SIMD kernel replacing the loop must be
-// bit-identical to them. They use no float arithmetic that can round (exact products by powers of
+// The format tags, mx_options and the per-block functions (mx_block_scale, mx_quantize_block,
+// mx_dequantize_block), which define the results, live in kernels/mx/scalar.hpp beside their AVX2
+// twins (kernels/mx/avx2.hpp); this header adds the presets, the checked bulk calls, byte
+// accounting and ggml interop. The bulk functions only loop over blocks, and a SIMD kernel
+// replacing the loop must be bit-identical to the per-block functions. They use no float arithmetic that can round (exact products by powers of
 // two, integer exponent arithmetic, the codec), so neither MXCSR nor floating-point contraction
 // (-ffp-contract=fast, -march=native) can change a result.
 #ifndef LOWBIT_SCHEMES_MX_HPP

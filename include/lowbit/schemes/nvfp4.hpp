@@ -47,6 +47,10 @@
 // first in the low nibble (n / 2 bytes); one E4M3 code per 16 elements (n / 16 bytes); the FP32
 // tensor scale: 4 + 8/16 = 4.5 bits per element plus 4 bytes per tensor. ggml's interleaved
 // block_nvfp4 is available through nvfp4_to_ggml / nvfp4_from_ggml.
+//
+// nvfp4_options and the per-block functions that define the results live in
+// kernels/nvfp4/scalar.hpp beside their AVX2 twins (kernels/nvfp4/avx2.hpp); this header adds the
+// presets, the tensor scale, the checked bulk calls, byte accounting and ggml interop.
 #ifndef LOWBIT_SCHEMES_NVFP4_HPP
 #define LOWBIT_SCHEMES_NVFP4_HPP
 

@@ -108,9 +108,10 @@ LOWBIT_CONSTEXPR_BITCAST float mx_scaled_float(unpacked u, int s) noexcept {
   return pack_float(u);
 }
 
-template <class T>
+template <class T, mx_format Id>
 struct mx_minifloat_element {
   using element = T;
+  static constexpr mx_format id = Id;
   static constexpr int element_bits = T::format::bits;
   // Exponent of the largest normal: the spec's emax_elem, read from the format's spec.
   static constexpr int emax = T::format::max_exponent;
@@ -137,24 +138,19 @@ struct mx_minifloat_element {
 // The formats. Each tag names the element type, its width in bits, emax_elem (the exponent of
 // the element's largest normal, which the floor rule subtracts) and the element max.
 
-struct mxfp8_e4m3 : detail::mx_minifloat_element<float8_e4m3fn> {
-  static constexpr mx_format id = mx_format::mxfp8_e4m3;
+struct mxfp8_e4m3 : detail::mx_minifloat_element<float8_e4m3fn, mx_format::mxfp8_e4m3> {
   static constexpr const char* name = "mxfp8_e4m3";
 };
-struct mxfp8_e5m2 : detail::mx_minifloat_element<float8_e5m2> {
-  static constexpr mx_format id = mx_format::mxfp8_e5m2;
+struct mxfp8_e5m2 : detail::mx_minifloat_element<float8_e5m2, mx_format::mxfp8_e5m2> {
   static constexpr const char* name = "mxfp8_e5m2";
 };
-struct mxfp6_e2m3 : detail::mx_minifloat_element<float6_e2m3fn> {
-  static constexpr mx_format id = mx_format::mxfp6_e2m3;
+struct mxfp6_e2m3 : detail::mx_minifloat_element<float6_e2m3fn, mx_format::mxfp6_e2m3> {
   static constexpr const char* name = "mxfp6_e2m3";
 };
-struct mxfp6_e3m2 : detail::mx_minifloat_element<float6_e3m2fn> {
-  static constexpr mx_format id = mx_format::mxfp6_e3m2;
+struct mxfp6_e3m2 : detail::mx_minifloat_element<float6_e3m2fn, mx_format::mxfp6_e3m2> {
   static constexpr const char* name = "mxfp6_e3m2";
 };
-struct mxfp4_e2m1 : detail::mx_minifloat_element<float4_e2m1fn> {
-  static constexpr mx_format id = mx_format::mxfp4_e2m1;
+struct mxfp4_e2m1 : detail::mx_minifloat_element<float4_e2m1fn, mx_format::mxfp4_e2m1> {
   static constexpr const char* name = "mxfp4_e2m1";
 };
 using mxfp4 = mxfp4_e2m1;
