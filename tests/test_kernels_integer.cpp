@@ -17,9 +17,7 @@
 #include <lowbit/schemes/integer.hpp>
 #include <lowbit/schemes/layouts.hpp>
 
-#if LOWBIT_HAS_AVX2_KERNELS
-#include <xmmintrin.h>
-#endif
+#include "support.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -44,13 +42,8 @@ using lowbit::rounding;
 using lowbit::scale_search;
 using lowbit::scale_storage;
 
-#define SKIP_WITHOUT_AVX2()                                                  \
-  do {                                                                       \
-    if (!lowbit::is_supported(isa::avx2)) GTEST_SKIP() << "no AVX2 on this CPU"; \
-  } while (0)
-
 // ---------------------------------------------------------------------------------------------
-// MXCSR states
+// MXCSR states (tests/support.hpp sets them)
 
 enum class fpenv { clear, ftz_daz, round_down };
 constexpr fpenv all_envs[] = {fpenv::clear, fpenv::ftz_daz, fpenv::round_down};
@@ -64,28 +57,17 @@ const char* env_name(fpenv e) {
   return "?";
 }
 
-// Sets the state for its lifetime (no-op without SSE intrinsics).
+// Sets the state for its lifetime.
 class env_scope {
  public:
-  explicit env_scope(fpenv e) {
-#if LOWBIT_HAS_AVX2_KERNELS
-    saved_ = _mm_getcsr();
-    unsigned v = saved_ & ~0xE040u;  // FTZ, RC, DAZ cleared
-    if (e == fpenv::ftz_daz) v |= 0x8040u;
-    if (e == fpenv::round_down) v |= 0x2000u;
-    _mm_setcsr(v);
-#else
-    (void)e;
-#endif
-  }
-  ~env_scope() {
-#if LOWBIT_HAS_AVX2_KERNELS
-    _mm_setcsr(saved_);
-#endif
-  }
+  explicit env_scope(fpenv e) : scope_(bits(e)) {}
 
  private:
-  unsigned saved_ = 0;
+  static unsigned bits(fpenv e) {
+    using namespace lowbit_test;
+    return e == fpenv::ftz_daz ? mxcsr_ftz | mxcsr_daz : e == fpenv::round_down ? mxcsr_round_down : 0u;
+  }
+  lowbit_test::mxcsr_scope scope_;
 };
 
 // Runs f on path i in environment e.
@@ -99,16 +81,9 @@ auto run_on(isa i, fpenv e, F f) {
 // ---------------------------------------------------------------------------------------------
 // Data
 
-std::uint32_t bits_of(float f) {
-  std::uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-float from_bits(std::uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
+using lowbit_test::float_bits;
+std::uint32_t bits_of(float f) { return float_bits(f); }
+float from_bits(std::uint32_t u) { return lowbit_test::float_from_bits(u); }
 
 template <class T>
 std::vector<std::uint8_t> bytes_of(const T* p, std::size_t n) {
@@ -247,7 +222,7 @@ const lowbit::kernels::int_kernels& simd_table() {
 }
 
 TEST(KernelsIntegerTable, ActiveTableFollowsTheIsa) {
-  SKIP_WITHOUT_AVX2();
+  REQUIRE_AVX2();
   {
     const lowbit::scoped_isa s(isa::scalar);
     EXPECT_EQ(&lowbit::kernels::active_int_kernels(), &lowbit::kernels::reference_int_kernels());
@@ -273,7 +248,7 @@ range_out run_range(const lowbit::kernels::int_kernels& k, fpenv e, const float*
 }
 
 TEST(KernelsIntegerTable, RangeMatchesTheReference) {
-  SKIP_WITHOUT_AVX2();
+  REQUIRE_AVX2();
   std::mt19937 gen(11);
   int cases = 0;
   for (std::size_t n = 1; n <= 200; n += (n < 40 ? 1 : 13)) {
@@ -309,7 +284,7 @@ TEST(KernelsIntegerTable, RangeMatchesTheReference) {
 }
 
 TEST(KernelsIntegerTable, RangeKeepsTheFirstZerosSign) {
-  SKIP_WITHOUT_AVX2();
+  REQUIRE_AVX2();
   for (std::size_t n : {1u, 5u, 8u, 9u, 31u, 64u}) {
     for (std::size_t pos = 0; pos < n; ++pos) {
       std::vector<float> x(n, 1.0f);
@@ -376,7 +351,7 @@ void codec_data(std::mt19937& gen, const lowbit::int_group_codec& c, float* x, s
 }
 
 TEST(KernelsIntegerTable, QuantizeDequantizeAndErrorMatchTheReference) {
-  SKIP_WITHOUT_AVX2();
+  REQUIRE_AVX2();
   std::mt19937 gen(5);
   int checked = 0;
   for (rounding rm : all_modes) {
@@ -429,7 +404,7 @@ TEST(KernelsIntegerTable, QuantizeDequantizeAndErrorMatchTheReference) {
 // x / s = k + 1/2 exactly, and the floats next to those points: where multiplying by 1/s could
 // round to the other side, the kernel must see it and divide.
 TEST(KernelsIntegerTable, TiesAndNearTiesOfEveryNearestMode) {
-  SKIP_WITHOUT_AVX2();
+  REQUIRE_AVX2();
   std::mt19937 gen(9);
   for (rounding rm : all_modes) {
     for (int trial = 0; trial < 300; ++trial) {
@@ -593,31 +568,31 @@ void check_quantize(data_kind kind, bool with_search, unsigned seed) {
 }
 
 TEST(KernelsIntegerBulk, QuantizeNormalData) {
-  SKIP_WITHOUT_AVX2();
+  REQUIRE_AVX2();
   check_quantize(data_kind::normal, false, 100);
 }
 TEST(KernelsIntegerBulk, QuantizeSmallIntegers) {
-  SKIP_WITHOUT_AVX2();
+  REQUIRE_AVX2();
   check_quantize(data_kind::integers, false, 200);
 }
 TEST(KernelsIntegerBulk, QuantizeTies) {
-  SKIP_WITHOUT_AVX2();
+  REQUIRE_AVX2();
   check_quantize(data_kind::ties, false, 300);
 }
 TEST(KernelsIntegerBulk, QuantizeWideRangeWithSubnormals) {
-  SKIP_WITHOUT_AVX2();
+  REQUIRE_AVX2();
   check_quantize(data_kind::wide, false, 400);
 }
 TEST(KernelsIntegerBulk, QuantizeSubnormalGroups) {
-  SKIP_WITHOUT_AVX2();
+  REQUIRE_AVX2();
   check_quantize(data_kind::subnormal, false, 500);
 }
 TEST(KernelsIntegerBulk, QuantizeHugeValues) {
-  SKIP_WITHOUT_AVX2();
+  REQUIRE_AVX2();
   check_quantize(data_kind::huge, false, 600);
 }
 TEST(KernelsIntegerBulk, QuantizeWithMseGridSearch) {
-  SKIP_WITHOUT_AVX2();
+  REQUIRE_AVX2();
   check_quantize(data_kind::normal, true, 700);
   check_quantize(data_kind::ties, true, 710);
 }
@@ -625,7 +600,7 @@ TEST(KernelsIntegerBulk, QuantizeWithMseGridSearch) {
 // Groups that stop the whole-matrix path: NaN, Inf, all zeros, a scale fp16 cannot hold, a group
 // of subnormals, between ordinary ones. Same status, and the same bytes up to the failing group.
 TEST(KernelsIntegerBulk, SpecialGroupsInTheMiddle) {
-  SKIP_WITHOUT_AVX2();
+  REQUIRE_AVX2();
   const float inf = std::numeric_limits<float>::infinity();
   const float specials[] = {std::numeric_limits<float>::quiet_NaN(), inf, -inf, 0.0f, 1e6f, 1e-41f, -0.0f, 3e38f};
   for (int bits : {4, 8}) {
@@ -661,7 +636,7 @@ TEST(KernelsIntegerBulk, SpecialGroupsInTheMiddle) {
 }
 
 TEST(KernelsIntegerBulk, QuantizeFixedScales) {
-  SKIP_WITHOUT_AVX2();
+  REQUIRE_AVX2();
   std::mt19937 gen(3);
   for (shape s : shapes) {
     for (const int_params& p : parameter_sets(s.cols, false)) {
@@ -722,7 +697,7 @@ dequantized dequantize_both_ways(const std::uint8_t* codes, const std::uint8_t* 
 }
 
 TEST(KernelsIntegerBulk, DequantizeMatchesTheReference) {
-  SKIP_WITHOUT_AVX2();
+  REQUIRE_AVX2();
   std::mt19937 gen(21);
   int checked = 0;
   for (shape s : shapes) {
@@ -778,7 +753,7 @@ TEST(KernelsIntegerBulk, DequantizeMatchesTheReference) {
 // quantized_matrix goes through the packed paths; INT4 group 32/64/128 and INT8 per token are
 // the hot cases.
 TEST(KernelsIntegerBulk, QuantizedMatrixRoundTrip) {
-  SKIP_WITHOUT_AVX2();
+  REQUIRE_AVX2();
   const std::vector<int_params> ps = {lowbit::int_presets::gptq(4, 32), lowbit::int_presets::gptq(4, 64),
                                       lowbit::int_presets::gptq(4, 128), lowbit::int_presets::awq(4, 128),
                                       lowbit::int_presets::int8_per_token(), lowbit::int_presets::ggml_q4_0(),
@@ -815,7 +790,7 @@ TEST(KernelsIntegerBulk, QuantizedMatrixRoundTrip) {
 
 // bfloat16 results round as encode<bfloat16> does, saturating: dequantized values near FLT_MAX.
 TEST(KernelsIntegerBulk, BfloatResultsSaturateLikeTheCodec) {
-  SKIP_WITHOUT_AVX2();
+  REQUIRE_AVX2();
   int_params p = lowbit::int_presets::gptq(4, 32);
   p.scale_format = scale_storage::fp32;
   std::vector<std::uint8_t> codes(64);
@@ -840,7 +815,7 @@ TEST(KernelsIntegerBulk, BfloatResultsSaturateLikeTheCodec) {
 // the lead instead of asserting (the AVX2 path is checked against the default-MXCSR reference
 // above).
 TEST(KernelsIntegerBulk, ScalarReferenceUnderFtzDaz) {
-  SKIP_WITHOUT_AVX2();
+  REQUIRE_AVX2();
   int differ = 0, total = 0;
   for (data_kind k : {data_kind::wide, data_kind::subnormal}) {
     for (shape s : shapes) {
@@ -1078,7 +1053,7 @@ int_params affine_params(int bits, int variant, granularity gr, std::size_t grou
 // Random tensors: shapes, group lengths (32/64/128 and odd ones), per-row and per-tensor,
 // misaligned pointers, every format and rounding mode, finite special groups mixed in.
 TEST(KernelsIntegerAffine, RandomTensorsMatchTheReference) {
-  SKIP_WITHOUT_AVX2();
+  REQUIRE_AVX2();
   const shape ashapes[] = {{1, 7}, {3, 13}, {2, 32}, {4, 64}, {5, 96}, {3, 128}, {7, 100}, {2, 384}, {1, 1030}, {9, 256}, {16, 128}, {3, 4096}};
   const scale_storage fmts[] = {scale_storage::fp32, scale_storage::fp16, scale_storage::bf16};
   std::mt19937 gen(1234);
@@ -1117,7 +1092,7 @@ TEST(KernelsIntegerAffine, RandomTensorsMatchTheReference) {
 // both packed widths: the same status and the same bytes everywhere (on an error, up to the
 // failing group and nothing after).
 TEST(KernelsIntegerAffine, SpecialGroupsMatchTheReference) {
-  SKIP_WITHOUT_AVX2();
+  REQUIRE_AVX2();
   const scale_storage fmts[] = {scale_storage::fp32, scale_storage::fp16, scale_storage::bf16};
   std::mt19937 gen(99);
   int errors = 0;
@@ -1151,7 +1126,7 @@ TEST(KernelsIntegerAffine, SpecialGroupsMatchTheReference) {
 // make_int_codec rounds (hi - lo) / qmax from double to fp16 / bfloat16 once: a float rounded to
 // nearest on the way would land on the half-way point and round to even, one ulp low.
 TEST(KernelsIntegerAffine, ScalesAreRoundedOnceFromDouble) {
-  SKIP_WITHOUT_AVX2();
+  REQUIRE_AVX2();
   for (scale_storage fmt : {scale_storage::fp16, scale_storage::bf16}) {
     for (int bits : {4, 8}) {
       for (int variant = 0; variant < 3; ++variant) {
@@ -1185,7 +1160,7 @@ TEST(KernelsIntegerAffine, ScalesAreRoundedOnceFromDouble) {
 // that group's index; the bytes it wrote are the reference's. (Guards against the bulk functions
 // silently falling back to the per-group loop, which the comparisons above cannot see.)
 TEST(KernelsIntegerAffine, TheFusedKernelDoesTheGroupsAndStopsAtTheFirstError) {
-  SKIP_WITHOUT_AVX2();
+  REQUIRE_AVX2();
   std::mt19937 gen(11);
   for (agroup kind : all_groups) {
     for (int variant = 0; variant < 3; ++variant) {
@@ -1275,7 +1250,7 @@ void fill_blocks(std::vector<float>& x, std::size_t blocks, int variant, std::mt
 }
 
 TEST(KernelsIntegerGgml, QuantizeAndDequantizeMatchTheReference) {
-  SKIP_WITHOUT_AVX2();
+  REQUIRE_AVX2();
   std::mt19937 gen(13);
   for (int variant = 0; variant < 40; ++variant) {
     const std::size_t blocks = 1 + static_cast<std::size_t>(variant % 13);
@@ -1332,7 +1307,7 @@ TEST(KernelsIntegerGgml, QuantizeAndDequantizeMatchTheReference) {
 
 // The scalar ggml quantizers in the same FTZ+DAZ state, on blocks without subnormals.
 TEST(KernelsIntegerGgml, SameStateOnNormalBlocks) {
-  SKIP_WITHOUT_AVX2();
+  REQUIRE_AVX2();
   std::mt19937 gen(77);
   std::vector<float> x;
   fill_blocks(x, 64, 0, gen);
@@ -1356,7 +1331,7 @@ TEST(KernelsIntegerGgml, SameStateOnNormalBlocks) {
 // for the group dequantizers (bytes and nibbles, symmetric and affine) and the ggml blocks, with
 // the destination aligned (streamed) and misaligned by one float (not streamed).
 TEST(KernelsIntegerBulk, LargeOutputsStreamTheSameValues) {
-  SKIP_WITHOUT_AVX2();
+  REQUIRE_AVX2();
   constexpr std::size_t rows = 1024, cols = 4096 + 32;  // 16.5 MiB of floats
   constexpr std::size_t n = rows * cols;
   std::mt19937 gen(77);
