@@ -383,6 +383,7 @@ TEST(KernelsIntegerTable, QuantizeDequantizeAndErrorMatchTheReference) {
         });
         for (fpenv e : all_envs) {
           const env_scope env(e);
+          const lowbit::kernels::ieee_scope ieee;  // as every bulk call holds it around the table
           simd_table().quantize(x.data(), n, c, rbp, got.data());
           simd_table().dequantize(codes_any.data(), n, c, yg.data());
           double eg[3];
@@ -426,6 +427,7 @@ TEST(KernelsIntegerTable, TiesAndNearTiesOfEveryNearestMode) {
       ref_table().quantize(x.data(), x.size(), c, nullptr, want.data());
       for (fpenv e : all_envs) {
         const env_scope env(e);
+        const lowbit::kernels::ieee_scope ieee;  // as every bulk call holds it around the table
         simd_table().quantize(x.data(), x.size(), c, nullptr, got.data());
         ASSERT_EQ(got, want) << "rm=" << static_cast<int>(rm) << " trial=" << trial << " " << env_name(e);
       }

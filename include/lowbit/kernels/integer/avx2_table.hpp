@@ -653,7 +653,8 @@ LOWBIT_AVX2_INLINE void group_grid(const float* x, std::size_t chunks, __m256 r,
 }  // namespace int_detail
 
 // ------------------------------------------------------------------------------------------------
-// Entry points: plain functions (no target attribute) that open the IEEE scope and call in.
+// Entry points: plain functions (no target attribute). They run in the caller's IEEE scope
+// (kernels/fp_env.hpp): every bulk call of schemes/integer.hpp opens it once, after its checks.
 
 inline bool int_range(const float* x, std::size_t n, float* lo, float* hi) noexcept {
   return int_detail::range(x, n, lo, hi);  // integer comparisons only: no scope needed
@@ -661,12 +662,10 @@ inline bool int_range(const float* x, std::size_t n, float* lo, float* hi) noexc
 
 inline void int_quantize(const float* x, std::size_t n, const int_group_codec& c, const std::uint32_t* random_bits,
                          std::uint8_t* codes) noexcept {
-  const ieee_scope env;
   int_detail::quantize(x, n, c, random_bits, codes);
 }
 
 inline void int_dequantize(const std::uint8_t* codes, std::size_t n, const int_group_codec& c, float* y) noexcept {
-  const ieee_scope env;
   int_detail::dequantize(codes, n, c, y);
 }
 
@@ -674,7 +673,6 @@ inline void int_dequantize(const std::uint8_t* codes, std::size_t n, const int_g
 // the same no_contract barrier, so it is rounded the same way whatever the compiler flags.
 inline double int_error(const float* x, std::size_t n, const int_group_codec& c, double norm,
                         const std::uint32_t* random_bits) noexcept {
-  const ieee_scope env;
   double sum = 0.0;
   float xh[256];
   const std::uint32_t* rb = c.rm == rounding::stochastic ? random_bits : nullptr;
