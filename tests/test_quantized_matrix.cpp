@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <limits>
+#include <utility>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -238,6 +239,77 @@ TEST(QuantizedMatrix, Errors) {
   std::vector<float> y(9);
   EXPECT_EQ(ok.value.dequantize(y).code(), errc::size_mismatch);
   EXPECT_EQ(quantized_matrix{}.dequantize(lowbit::span<float>()).code(), errc::ok);  // n = 0: nothing to write
+}
+
+// ---------------------------------------------------------------------------------------------
+// Regression tests of issue 9.
+
+// A shape too large for memory threw std::bad_alloc from std::vector: now out_of_memory, and the
+// library stays usable under -fno-exceptions. (2^60 elements: 2^59 bytes of INT4 codes.)
+TEST(QuantizedMatrixIssue9, HugeShapeIsOutOfMemoryNotBadAlloc) {
+  const std::vector<float> x(64, 1.0f);
+  const auto m = quantized_matrix::quantize(x.data(), std::size_t{1} << 40, std::size_t{1} << 20,
+                                            lowbit::int_presets::gptq(4, 128));
+  EXPECT_EQ(m.status.code(), errc::out_of_memory);
+  EXPECT_TRUE(m.value.empty());
+  std::vector<lowbit::bfloat16> xb(64);
+  EXPECT_EQ(quantized_matrix::quantize(xb.data(), std::size_t{1} << 40, std::size_t{1} << 20,
+                                       lowbit::int_presets::gptq(4, 128))
+                .status.code(),
+            errc::out_of_memory);
+  // Beyond what an object can hold at all: bad_argument before any allocation.
+  EXPECT_EQ(quantized_matrix::quantize(x.data(), std::size_t{1} << 62, 4, int4_rows()).status.code(), errc::bad_argument);
+}
+
+// The container is move-only; clone() copies with a status; the accessors are spans.
+TEST(QuantizedMatrixIssue9, MoveOnlyWithCloneAndSpanAccessors) {
+  static_assert(!std::is_copy_constructible<quantized_matrix>::value, "move-only");
+  static_assert(std::is_nothrow_move_constructible<quantized_matrix>::value, "moves never throw");
+  static_assert(std::is_same<decltype(std::declval<const quantized_matrix&>().scales()), lowbit::span<const float>>::value,
+                "span accessors");
+  const std::vector<float> x = {7.0f, -1.0f, 2.0f, 0.0f, 3.5f, 0.5f, -3.5f, 1.0f};
+  auto m = quantized_matrix::quantize(x.data(), 2, 4, int4_rows());
+  ASSERT_TRUE(m.ok());
+  const auto c = m.value.clone();
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(vec(c.value.packed_codes()), vec(m.value.packed_codes()));
+  EXPECT_EQ(vec(c.value.scales()), vec(m.value.scales()));
+  EXPECT_NE(c.value.packed_codes().data(), m.value.packed_codes().data());  // its own storage
+  quantized_matrix moved = std::move(m.value);
+  EXPECT_EQ(moved.rows(), 2u);
+  std::vector<std::uint8_t> row(4);
+  ASSERT_TRUE(moved.unpack(4, row).ok());  // the second row alone
+  EXPECT_EQ(row, (std::vector<std::uint8_t>{15, 9, 1, 10}));
+  EXPECT_EQ(moved.unpack(6, row).code(), errc::size_mismatch);
+}
+
+// The bfloat16 overload converts a batch of rows at a time (no float copy of the matrix); its
+// result is the float path's on the decoded values, across batches and for every granularity.
+TEST(QuantizedMatrixIssue9, Bfloat16BatchesGiveTheFloatPathsBytes) {
+  const std::size_t rows = 37, cols = 640;  // 6 rows a batch, a partial last batch
+  std::vector<lowbit::bfloat16> xb(rows * cols);
+  std::vector<float> xf(rows * cols);
+  std::uint32_t st = 11u;
+  for (std::size_t i = 0; i < xb.size(); ++i) {
+    st = st * 1664525u + 1013904223u;
+    xb[i] = lowbit::encode<lowbit::bfloat16>(static_cast<float>(static_cast<std::int32_t>(st)) / 2147483648.0f);
+    xf[i] = static_cast<float>(xb[i]);
+  }
+  for (granularity g : {granularity::per_tensor, granularity::per_channel, granularity::per_group}) {
+    for (int_scheme sc : {int_scheme::symmetric, int_scheme::affine_offset}) {
+      int_params p;
+      p.bits = 3;
+      p.scheme = sc;
+      p.granularity = g;
+      p.group_size = g == granularity::per_group ? 64 : 0;
+      const auto a = quantized_matrix::quantize(xf.data(), rows, cols, p);
+      const auto b = quantized_matrix::quantize(xb.data(), rows, cols, p);
+      ASSERT_TRUE(a.ok() && b.ok());
+      EXPECT_EQ(vec(a.value.packed_codes()), vec(b.value.packed_codes())) << static_cast<int>(g);
+      EXPECT_EQ(vec(a.value.scales()), vec(b.value.scales()));
+      EXPECT_EQ(vec(a.value.zeros()), vec(b.value.zeros()));
+    }
+  }
 }
 
 }  // namespace
