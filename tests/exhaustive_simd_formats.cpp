@@ -2,7 +2,7 @@
 //
 // For each FP8 / FP6 / FP4 / E8M0 format and both overflow modes (round to nearest even), all
 // 2^32 float32 bit patterns go through lowbit::convert on the AVX2 path and through the scalar
-// reference loop (kernels/scalar.hpp, the codec element by element), and the codes must be equal
+// reference loop (kernels/convert/scalar.hpp, the codec element by element), and the codes must be equal
 // byte for byte. The AVX2 calls run with MXCSR's flush-to-zero and denormals-are-zero set, the
 // scalar ones with MXCSR at its default, so the sweep also shows that the environment changes
 // nothing. (exhaustive_formats.cpp checks the scalar codec against an independent reference on

@@ -1,5 +1,5 @@
-// The AVX2 format conversions (kernels/avx2_convert.hpp, through lowbit::convert and
-// lowbit::convert_packed) against the scalar reference (kernels/scalar.hpp), byte for byte.
+// The AVX2 format conversions (kernels/convert/avx2.hpp, through lowbit::convert and
+// lowbit::convert_packed) against the scalar reference (kernels/convert/scalar.hpp), byte for byte.
 //
 // Every check computes the expected bytes once with the scalar kernels and MXCSR at its default,
 // then runs the public entry points on the AVX2 path and on the scalar path under each MXCSR state
@@ -573,7 +573,7 @@ TEST(PackedLayout, MatchesPackingHelpers) {
 
 
 // Decoders into float outputs of 16 MiB or more write with non-temporal stores from the first
-// 32-byte boundary on (avx2_convert.hpp's stream_start): the head before it, the streamed middle
+// 32-byte boundary on (convert/avx2.hpp's stream_start): the head before it, the streamed middle
 // and the tail all equal the scalar decode, for every alignment of the destination.
 template <class T, bool Packed>
 void check_large_decode(const std::string& name) {
@@ -618,7 +618,7 @@ TEST(LargeDecode, StreamingStoresGiveTheScalarResult) {
 }
 
 // Encodings that move 16 MiB or more (source and output) write whole 32-byte lines of output with
-// non-temporal stores from the first aligned element on (avx2_convert.hpp's encode_stream_start):
+// non-temporal stores from the first aligned element on (convert/avx2.hpp's encode_stream_start):
 // every layout (bytes, words, nibbles, sextets), stochastic rounding too, at destination offsets
 // that put that element anywhere in its line, against the scalar path.
 template <class T, bool Packed>

@@ -34,8 +34,8 @@
 #include "core/packing.hpp"
 #include "core/span.hpp"
 #include "formats/types.hpp"
-#include "kernels/avx2_convert.hpp"
-#include "kernels/scalar.hpp"
+#include "kernels/convert/avx2.hpp"
+#include "kernels/convert/scalar.hpp"
 
 namespace lowbit {
 

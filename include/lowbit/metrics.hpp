@@ -8,11 +8,11 @@
 //   cosine_similarity        sum r t / sqrt( sum r^2 * sum t^2 )
 //
 // Every metric is one pass of error_sums_ref, the reduction a SIMD kernel replaces (the AVX2 one
-// in kernels/avx2_metrics.hpp runs when lowbit::active_isa() selects it): lane k
+// in kernels/metrics/avx2.hpp runs when lowbit::active_isa() selects it): lane k
 // (k = 0..7) accumulates the elements i with i % 8 == k in index order, then the lanes combine as
 // s_k = lane_k + lane_{k+4} (k < 4) and total = (s_0 + s_2) + (s_1 + s_3), which is what two
 // 4-wide double accumulators and the usual horizontal sum give. Differences are taken in double
-// ((double)r - (double)t). Products are never fused into the additions (core/no_contract.hpp), so
+// ((double)r - (double)t). Products are never fused into the additions (kernels/metrics/scalar.hpp), so
 // both paths give the same bits under any compiler flags, -march=native -ffp-contract=fast too.
 //
 // Errors (result<double>, never NaN), in docs/api.md's order: inputs of different lengths ->
@@ -32,10 +32,10 @@
 
 #include "core/checks.hpp"
 #include "core/cpu.hpp"
-#include "core/no_contract.hpp"
 #include "core/span.hpp"
 #include "core/status.hpp"
-#include "kernels/avx2_metrics.hpp"
+#include "kernels/metrics/avx2.hpp"
+#include "kernels/metrics/scalar.hpp"
 #include "kernels/fp_env.hpp"
 
 namespace lowbit {
@@ -74,24 +74,12 @@ inline void add_error_lanes(const kernels::error_lanes& l, std::size_t n, error_
 // ref[0..n) and test[0..n) into acc; NaN/Inf make the sums non-finite.
 inline void error_sums_ref(const float* ref, const float* test, std::size_t n, error_sums& acc) noexcept {
   kernels::error_lanes l;
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::size_t k = i % 8;
-    const double r = ref[i];
-    const double t = test[i];
-    const double e = r - t;
-    l.rr[k] += detail::no_contract(r * r);  // never fused into an FMA: the AVX2 kernel does not fuse
-    l.tt[k] += detail::no_contract(t * t);
-    l.ee[k] += detail::no_contract(e * e);
-    l.rt[k] += detail::no_contract(r * t);
-    const double a = std::fabs(e);
-    l.nan_seen = l.nan_seen || a != a;
-    l.max_abs = a > l.max_abs ? a : l.max_abs;
-  }
+  kernels::error_lanes_ref(ref, test, n, l);
   detail::add_error_lanes(l, n, acc);
 }
 
 // The same sums, from the AVX2 kernel when lowbit::active_isa() selects it
-// (kernels/avx2_metrics.hpp: the same lanes in the same order, so the same bits), else from
+// (kernels/metrics/avx2.hpp: the same lanes in the same order, so the same bits), else from
 // error_sums_ref; either way in the IEEE default environment (kernels/fp_env.hpp), so subnormal
 // inputs count whatever the caller's MXCSR says.
 inline void add_error_sums(const float* ref, const float* test, std::size_t n, error_sums& acc) noexcept {

@@ -1,5 +1,5 @@
 // lowbit: AVX2 kernels of the format conversions (float32 / float16 / bfloat16 <-> every lowbit
-// format, packed E2M1 and FP6). Bit-identical to kernels/scalar.hpp for every input.
+// format, packed E2M1 and FP6). Bit-identical to kernels/convert/scalar.hpp for every input.
 //
 // Encoding vectorizes formats/codec.hpp's encode_bits on the float's bit pattern, in integer
 // arithmetic only, so the result does not depend on MXCSR (FTZ, DAZ, rounding control); float16
@@ -27,10 +27,10 @@
 // Policies: all rounding modes, both overflow modes, and every special-value knob except
 // unsigned_input::invalid on unsigned formats (E8M0), which the dispatcher sends to the scalar
 // path (see supports_policy).
-#ifndef LOWBIT_KERNELS_AVX2_CONVERT_HPP
-#define LOWBIT_KERNELS_AVX2_CONVERT_HPP
+#ifndef LOWBIT_KERNELS_CONVERT_AVX2_HPP
+#define LOWBIT_KERNELS_CONVERT_AVX2_HPP
 
-#include "../core/cpu.hpp"
+#include "../../core/cpu.hpp"
 
 #if LOWBIT_HAS_AVX2_KERNELS
 
@@ -41,10 +41,10 @@
 #include <cstring>
 #include <type_traits>
 
-#include "../core/packing.hpp"
-#include "../formats/minifloat.hpp"
-#include "../formats/spec.hpp"
-#include "avx2_common.hpp"
+#include "../../core/packing.hpp"
+#include "../../formats/minifloat.hpp"
+#include "../../formats/spec.hpp"
+#include "../avx2_common.hpp"
 
 #ifndef LOWBIT_PREFETCH_BYTES
 #define LOWBIT_PREFETCH_BYTES 2048
@@ -1255,4 +1255,4 @@ void decode_packed(const std::uint8_t* src, float* dst, std::size_t n) noexcept 
 
 #endif  // LOWBIT_HAS_AVX2_KERNELS
 
-#endif  // LOWBIT_KERNELS_AVX2_CONVERT_HPP
+#endif  // LOWBIT_KERNELS_CONVERT_AVX2_HPP

@@ -1,15 +1,15 @@
 // lowbit: the scalar reference loops of the bulk conversions. Every SIMD kernel must produce the
 // same bytes as these for every input; they are the codec (formats/codec.hpp) applied element by
 // element, plus the packing layouts of core/packing.hpp.
-#ifndef LOWBIT_KERNELS_SCALAR_HPP
-#define LOWBIT_KERNELS_SCALAR_HPP
+#ifndef LOWBIT_KERNELS_CONVERT_SCALAR_HPP
+#define LOWBIT_KERNELS_CONVERT_SCALAR_HPP
 
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
-#include "../core/packing.hpp"
-#include "../formats/minifloat.hpp"
+#include "../../core/packing.hpp"
+#include "../../formats/minifloat.hpp"
 
 namespace lowbit {
 namespace kernels {
@@ -84,4 +84,4 @@ void decode_packed(const std::uint8_t* src, float* dst, std::size_t n) noexcept 
 }  // namespace kernels
 }  // namespace lowbit
 
-#endif  // LOWBIT_KERNELS_SCALAR_HPP
+#endif  // LOWBIT_KERNELS_CONVERT_SCALAR_HPP

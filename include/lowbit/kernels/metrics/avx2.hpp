@@ -1,44 +1,30 @@
-// lowbit: the error-sum reduction of metrics.hpp in AVX2, bit-identical to error_sums_ref.
+// lowbit: the error-sum reduction of metrics.hpp in AVX2, bit-identical to error_lanes_ref
+// (kernels/metrics/scalar.hpp, beside this file).
 //
-// error_sums_ref accumulates in eight lanes: lane k sums, in index order, the elements i with
+// error_lanes_ref accumulates in eight lanes: lane k sums, in index order, the elements i with
 // i % 8 == k. Here those eight lanes are two __m256d accumulators per sum (lanes 0-3 and 4-7):
 // 8 floats are loaded, widened to double (exactly: the kernel runs in the IEEE default
 // environment, so DAZ cannot zero a subnormal on the way), and each lane gets the same
 // r*r, t*t, (r-t)^2 and r*t as the scalar loop, added in the same order. The products are kept
-// apart from the additions (no FMA), as the scalar loop compiles under the default flags. A
+// apart from the additions (no FMA), as the scalar loop keeps them apart (core/no_contract.hpp). A
 // partial last vector is loaded under a mask; its empty lanes add +0.0, which changes no sum
 // (a sum of this kind never holds -0). The lanes are then combined by metrics.hpp exactly as
 // for the scalar lanes. max |r - t| is order-independent (no -0; a NaN difference is seen in
 // the sums of squares).
-#ifndef LOWBIT_KERNELS_AVX2_METRICS_HPP
-#define LOWBIT_KERNELS_AVX2_METRICS_HPP
+#ifndef LOWBIT_KERNELS_METRICS_AVX2_HPP
+#define LOWBIT_KERNELS_METRICS_AVX2_HPP
 
 #include <cstddef>
 
-#include "../core/cpu.hpp"
-
-namespace lowbit {
-namespace kernels {
-
-// The eight per-lane partial sums of error_sums_ref, before they are combined.
-struct error_lanes {
-  double rr[8] = {};  // sum r^2
-  double tt[8] = {};  // sum t^2
-  double ee[8] = {};  // sum (r - t)^2
-  double rt[8] = {};  // sum r t
-  double max_abs = 0.0;   // max |r - t| over the non-NaN differences
-  bool nan_seen = false;  // a difference was NaN
-};
-
-}  // namespace kernels
-}  // namespace lowbit
+#include "../../core/cpu.hpp"
+#include "scalar.hpp"
 
 #if LOWBIT_HAS_AVX2_KERNELS
 
 #include <immintrin.h>
 
-#include "avx2_common.hpp"
-#include "fp_env.hpp"
+#include "../avx2_common.hpp"
+#include "../fp_env.hpp"
 
 namespace lowbit {
 namespace kernels {
@@ -133,4 +119,4 @@ inline void error_lanes(const float* ref, const float* test, std::size_t n, kern
 
 #endif  // LOWBIT_HAS_AVX2_KERNELS
 
-#endif  // LOWBIT_KERNELS_AVX2_METRICS_HPP
+#endif  // LOWBIT_KERNELS_METRICS_AVX2_HPP
