@@ -70,14 +70,17 @@ run_one() {
   rm -rf "$artifacts"
   mkdir -p "$artifacts"
   [ -n "$(ls -A "$corpus" 2>/dev/null)" ] || make_corpus "$corpus"
-  local start end
+  local start end cpu
   start=$(date +%s)
-  "$bin/$t" -max_total_time="$per_target" -timeout=60 -rss_limit_mb=4096 -max_len=8192 \
-    -print_final_stats=1 -artifact_prefix="$artifacts/" "$corpus" > "$work/$t.log" 2>&1 || true
+  # The CPU time (user + sys) of the fuzzer goes to $t.cpu.
+  ( TIMEFORMAT='%U %S'
+    time "$bin/$t" -max_total_time="$per_target" -timeout=60 -rss_limit_mb=4096 -max_len=8192 \
+      -print_final_stats=1 -artifact_prefix="$artifacts/" "$corpus" > "$work/$t.log" 2>&1 ) 2> "$work/$t.cpu" || true
   end=$(date +%s)
+  cpu=$(awk '{ printf "%.0f", $1 + $2 }' "$work/$t.cpu" 2>/dev/null || echo '?')
   local execs
   execs=$(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "$work/$t.log" | grep -o '[0-9]*$' || echo '?')
-  echo "$t: $(( end - start )) s, $execs inputs, corpus $(ls "$corpus" | wc -l) files"
+  echo "$t: $(( end - start )) s wall, $cpu CPU-s, $execs inputs, corpus $(ls "$corpus" | wc -l) files"
 }
 
 mkdir -p "$work"
