@@ -403,12 +403,8 @@ inline void fill_nan(bfloat16* dst, std::size_t n) noexcept {
 // ------------------------------------------------------------------------------------------------
 // MX quantize.
 
-// The reference per-block functions, for the rare blocks outside the fast ranges. Kept out of
-// line, so that the hot loops around them are compiled as if they were not there.
-template <class Fmt, class Src>
-LOWBIT_NOINLINE std::uint8_t quantize_block_cold(const Src* x, const ::lowbit::mx_options& o, std::uint8_t* elements) {
-  return ::lowbit::mx_quantize_block<Fmt>(x, o, elements);
-}
+// The reference decoder, for the blocks outside the fast range of mx_dequantize_fp8: kept out
+// of line, so that the short loop around it is compiled as if it were not there.
 template <class Fmt, class Dst>
 LOWBIT_NOINLINE void dequantize_block_cold(const std::uint8_t* elements, std::uint8_t scale,
                                            const ::lowbit::mx_options& o, Dst* out) {
@@ -483,7 +479,10 @@ template <class Fmt, rounding RM, class Src>
 LOWBIT_TARGET_AVX2 inline bool mx_quantize_rm(const Src* src, std::size_t blocks, const ::lowbit::mx_options& o,
                                               std::uint8_t* elements, std::uint8_t* scales) {
   constexpr int bits = Fmt::element_bits;
+  // The options in locals: the stores below may alias o as far as the compiler knows.
   const std::size_t bs = o.block_size;
+  const ::lowbit::e8m0_rule rule = o.scale_rule;
+  const bool signed_zero = o.signed_zero;
   const std::size_t block_bytes = bs * bits / 8;
   const __m256i abs_mask = set1(0x7FFFFFFF);
   const e2m1_consts c = make_e2m1_consts<RM>();
@@ -510,7 +509,7 @@ LOWBIT_TARGET_AVX2 inline bool mx_quantize_rm(const Src* src, std::size_t blocks
       m[j] = acc;
     }
     const __m256i amax = transpose_max8(m);
-    const __m256i codes = e8m0_codes<Fmt>(amax, o.scale_rule);
+    const __m256i codes = e8m0_codes<Fmt>(amax, rule);
     if (count == 8) {
       const __m256i p = _mm256_packus_epi32(codes, codes);
       const __m256i b = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(p, p), _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4));
@@ -527,7 +526,7 @@ LOWBIT_TARGET_AVX2 inline bool mx_quantize_rm(const Src* src, std::size_t blocks
     const __m256i s = _mm256_andnot_si256(zero_block, _mm256_sub_epi32(codes, set1(127)));
     for (std::size_t j = 0; j < count; ++j) {
       const __m256i sj = _mm256_permutevar8x32_epi32(s, set1(static_cast<int>(j)));
-      mx_encode_block<Fmt, RM>(xg + j * bs, outg + j * block_bytes, bs, sj, o.signed_zero, c);
+      mx_encode_block<Fmt, RM>(xg + j * bs, outg + j * block_bytes, bs, sj, signed_zero, c);
     }
     const __m256i nan_block = _mm256_cmpeq_epi32(codes, set1(0xFF));
     const __m256i low_block = _mm256_andnot_si256(zero_block, _mm256_cmpgt_epi32(set1(127 + mx_fast_min_exponent), codes));
@@ -541,7 +540,7 @@ LOWBIT_TARGET_AVX2 inline bool mx_quantize_rm(const Src* src, std::size_t blocks
           std::memset(outg + j * block_bytes, 0, block_bytes);
           non_finite = true;
         } else {
-          scales[g + j] = quantize_block_cold<Fmt>(xg + j * bs, o, outg + j * block_bytes);
+          scales[g + j] = ::lowbit::mx_quantize_block<Fmt>(xg + j * bs, o, outg + j * block_bytes);
         }
       }
     }
@@ -662,7 +661,22 @@ LOWBIT_TARGET_AVX2 inline void mx_dequantize_fp8(const std::uint8_t* elements, c
     }
     const __m256 p = _mm256_castsi256_ps(set1((s + offset + 127) << 23));
     bool nan_codes = false;
-    for (std::size_t i = 0; i < bs; i += 8) {
+    std::size_t i = 0;
+    if constexpr (is_int8) {
+      // 32 elements per pass (a default block in one): a loop of one pass per block instead of
+      // four short ones, whose speed depended on where the linker happened to place them.
+      for (; i + 32 <= bs; i += 32) {
+        const __m128i x0 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(in + i));
+        const __m128i x1 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(in + i + 8));
+        const __m128i x2 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(in + i + 16));
+        const __m128i x3 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(in + i + 24));
+        store8<Stream>(out + i, _mm256_mul_ps(widen_fp8<Fmt>(x0), p));
+        store8<Stream>(out + i + 8, _mm256_mul_ps(widen_fp8<Fmt>(x1), p));
+        store8<Stream>(out + i + 16, _mm256_mul_ps(widen_fp8<Fmt>(x2), p));
+        store8<Stream>(out + i + 24, _mm256_mul_ps(widen_fp8<Fmt>(x3), p));
+      }
+    }
+    for (; i < bs; i += 8) {
       const __m128i x = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(in + i));
       if constexpr (!is_int8) {
         const __m128i mag = _mm_and_si128(x, _mm_set1_epi8(0x7F));
