@@ -6,7 +6,7 @@
 // on. no_contract(a * b) hands the rounded product through an empty asm statement, which the
 // compiler cannot see through, so the addition that follows is a separate operation whatever the
 // flags. It costs nothing at run time: the value stays in its register. (The AVX2 kernels use the
-// vector form in kernels/avx2_common.hpp.)
+// vector form, kernels/avx2_common.hpp:no_fma.)
 #ifndef LOWBIT_CORE_NO_CONTRACT_HPP
 #define LOWBIT_CORE_NO_CONTRACT_HPP
 

@@ -58,6 +58,17 @@ LOWBIT_AVX2_INLINE __m256i reduce8(const __m256i v[8], Op op) {
 }
 LOWBIT_AVX2_INLINE __m256i reduce8_max_epi32(const __m256i v[8]) { return reduce8(v, max_epi32_op{}); }
 
+// A product the compiler may not fuse into the addition that follows (GCC contracts intrinsics
+// too under -ffp-contract=fast): the vector twin of core/no_contract.hpp, for the kernels whose
+// scalar reference rounds the product and the sum separately.
+template <class V>
+LOWBIT_AVX2_INLINE V no_fma(V product) {
+#if defined(__GNUC__) || defined(__clang__)
+  __asm__("" : "+x"(product));
+#endif
+  return product;
+}
+
 // 32 codes held one per 32-bit lane in c[0..3] (element k in lane k % 8 of c[k / 8]) -> 32 bytes
 // in element order. Values must lie in 0..255.
 LOWBIT_AVX2_INLINE __m256i pack_dwords_to_bytes(const __m256i c[4]) {

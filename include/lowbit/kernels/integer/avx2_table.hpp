@@ -69,14 +69,6 @@ LOWBIT_AVX2_INLINE unsigned lowest_bit(std::uint32_t m) {
 #endif
 }
 
-// a * b, kept apart from a following addition (GCC contracts intrinsics under fp-contract=fast).
-LOWBIT_AVX2_INLINE __m256 no_fma(__m256 p) {
-#if defined(__GNUC__) || defined(__clang__)
-  __asm__("" : "+x"(p));
-#endif
-  return p;
-}
-
 LOWBIT_AVX2_INLINE __m256i abs_bits(__m256 v) {
   return _mm256_and_si256(_mm256_castps_si256(v), _mm256_set1_epi32(0x7FFFFFFF));
 }

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "../../core/no_contract.hpp"
 #include "../../core/rounding.hpp"
 
 namespace lowbit {
@@ -24,21 +25,8 @@ enum class scale_storage : std::uint8_t { fp32, fp16, bf16 };
 constexpr std::size_t bytes_per_scale(scale_storage f) noexcept { return f == scale_storage::fp32 ? 4u : 2u; }
 
 namespace kernels {
-// Returns v unchanged, but as a value the compiler cannot fuse into a following addition: a
-// scalar reference writes a * b + c as no_contract(a * b) + c, so that -ffp-contract=fast or
-// -march=native (FMA) cannot turn it into one rounding where the SIMD twin does two.
-template <class T>
-inline T no_contract(T v) noexcept {  // float or double
-#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
-  __asm__("" : "+x"(v));
-#elif (defined(__GNUC__) || defined(__clang__)) && defined(__aarch64__)
-  __asm__("" : "+w"(v));
-#else
-  volatile T t = v;
-  v = t;
-#endif
-  return v;
-}
+// a * b + c is written no_contract(a * b) + c in the scalar references (core/no_contract.hpp).
+using lowbit::detail::no_contract;
 }  // namespace kernels
 
 // ---------------------------------------------------------------------------------------------

@@ -31,13 +31,7 @@ namespace kernels {
 namespace avx2 {
 namespace metrics_detail {
 
-LOWBIT_AVX2_INLINE __m256d product(__m256d a, __m256d b) {
-  __m256d p = _mm256_mul_pd(a, b);
-#if defined(__GNUC__) || defined(__clang__)
-  __asm__("" : "+x"(p));  // not contracted into the following addition
-#endif
-  return p;
-}
+LOWBIT_AVX2_INLINE __m256d product(__m256d a, __m256d b) { return no_fma(_mm256_mul_pd(a, b)); }
 
 struct acc4 {
   __m256d rr, tt, ee, rt, mx;
