@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Compares two runs of the same benchmark binary (before and after a change), kernel by kernel.
+r"""Compares two runs of the same benchmark binary (before and after a change), kernel by kernel.
 
     bench_integer --benchmark_filter='avx2/16384|baseline/.*/16384' --benchmark_repetitions=5 \
         --benchmark_report_aggregates_only=true --benchmark_out=before.json --benchmark_out_format=json
@@ -11,21 +11,16 @@ same run's baseline/memcpy of the same size (the machine's copy speed at that mo
 column "after/before" is the ratio of those normalised figures, and 1.00 means no change. Rows
 whose ratio is below 0.95 are marked.
 """
-import json
+import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import report  # noqa: E402  (bench/report.py: the same median rule)
 
 
 def medians(path):
-    with open(path) as f:
-        data = json.load(f)
-    out = {}
-    for b in data["benchmarks"]:
-        if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
-            continue
-        name = b.get("run_name", b["name"])
-        if name not in out:
-            out[name] = b.get("items_per_second", 0.0)
-    return out
+    """{name: items per second}: the medians of a run (report.medians without the bytes)."""
+    return {name: v[0] for name, v in report.medians(path)[1].items()}
 
 
 def normalised(m):

@@ -4,6 +4,7 @@
 //   mxcsr_states    the states every bit-identity test runs under, with their names
 //   float_from_bits / float_bits / double_bits   exact bit views
 //   misaligned<T>   a buffer whose data() is one byte off T's alignment
+//   gaussian        reproducible normal samples
 //   REQUIRE_AVX2()  skips a test where the AVX2 path cannot run
 #ifndef LOWBIT_TESTS_SUPPORT_HPP
 #define LOWBIT_TESTS_SUPPORT_HPP
@@ -16,6 +17,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -104,6 +106,15 @@ class misaligned {
  private:
   std::vector<unsigned char> bytes_;
 };
+
+// n values from N(0, sd^2), reproducible from the seed.
+inline std::vector<float> gaussian(std::size_t n, float sd, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> dist(0.0f, sd);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(gen);
+  return v;
+}
 
 inline bool have_avx2() { return lowbit::is_supported(lowbit::isa::avx2); }
 

@@ -54,13 +54,7 @@ std::vector<float> random_patterns(std::size_t n, unsigned seed) {
   return v;
 }
 
-std::vector<float> gaussian(std::size_t n, float sigma, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::normal_distribution<float> dist(0.0f, sigma);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(gen);
-  return v;
-}
+using lowbit_test::gaussian;
 
 void add_with_neighbours(std::vector<float>& v, float x) {
   v.push_back(x);

@@ -6,18 +6,13 @@
 
 #include <cmath>
 #include <cstdint>
-#include <random>
 #include <vector>
+
+#include "support.hpp"
 
 namespace {
 
-std::vector<float> gaussian(std::size_t n, float sd, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::normal_distribution<float> d(0.0f, sd);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(gen);
-  return v;
-}
+using lowbit_test::gaussian;
 
 TEST(Readme, Fp8) {
   const std::vector<float> x = {0.02f, -0.3f, 1.7f, 12.0f, 500.0f};
