@@ -36,7 +36,7 @@ namespace avx2 {
 // Float outputs of at least this many bytes are written with non-temporal stores: far beyond the
 // per-core caches, ordinary stores would only evict what the caller keeps there, and streaming
 // raises the write bandwidth to DRAM (the decoders, the integer and ggml dequantizers;
-// avx2_block.hpp's dequantizers use the same size).
+// the MX and NVFP4 dequantizers use the same size).
 inline constexpr std::size_t stream_threshold_bytes = std::size_t{16} << 20;
 
 // Lane-wise signed 32-bit maximum, for reduce8.

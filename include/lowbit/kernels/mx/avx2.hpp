@@ -687,13 +687,13 @@ LOWBIT_TARGET_AVX2 inline void mx_dequantize_fp8(const std::uint8_t* elements, c
     }
     if (nan_codes) {
       // NaN elements decode to the quiet NaN with the code's sign (bfloat16: 0x7FFF).
-      for (std::size_t i = 0; i < bs; ++i) {
-        const unsigned mag = in[i] & 0x7Fu;
+      for (std::size_t j = 0; j < bs; ++j) {
+        const unsigned mag = in[j] & 0x7Fu;
         if (e4m3 ? mag == 0x7Fu : mag > 0x7Cu) {
           if constexpr (std::is_same<Dst, float>::value) {
-            out[i] = lowbit::detail::bit_cast<float>(0x7FC00000u | (in[i] & 0x80u) << 24);
+            out[j] = lowbit::detail::bit_cast<float>(0x7FC00000u | (in[j] & 0x80u) << 24);
           } else {
-            out[i] = bfloat16::from_bits(0x7FFF);
+            out[j] = bfloat16::from_bits(0x7FFF);
           }
         }
       }
