@@ -179,7 +179,7 @@ LOWBIT_AVX2_INLINE int_group_codec affine_codec(const int_affine_job& j, float s
 // A 32-value chunk of group_grid's that came near a half-integer, by division, stored (out of
 // line: the hot loop keeps its registers).
 template <bool Nibbles>
-LOWBIT_TARGET_AVX2 LOWBIT_INT_NOINLINE void affine_chunk_exact_store(const float* xc, const int_affine_job& j, float s,
+LOWBIT_TARGET_AVX2 LOWBIT_NOINLINE void affine_chunk_exact_store(const float* xc, const int_affine_job& j, float s,
                                                                      int zp, float m, std::uint8_t* out) noexcept {
   const qctx q = make_qctx(affine_codec(j, s, zp, m));
   const __m256i z = _mm256_setzero_si256();
@@ -205,7 +205,7 @@ struct affine_exact {
 
 // One group the long way (any length and mode, zero scales, wide quotients).
 template <bool Nibbles>
-LOWBIT_TARGET_AVX2 LOWBIT_INT_NOINLINE void affine_group(const int_affine_job& j, std::size_t g, float s, int zp,
+LOWBIT_TARGET_AVX2 LOWBIT_NOINLINE void affine_group(const int_affine_job& j, std::size_t g, float s, int zp,
                                                          float m, std::uint8_t* out) noexcept {
   const std::size_t len = j.group_length;
   if (s == 0.0f) {  // all zeros, one value, or a scale that underflows its format: every code 0

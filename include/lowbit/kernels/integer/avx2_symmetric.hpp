@@ -35,7 +35,7 @@ LOWBIT_AVX2_INLINE __m256i sym_chunk_exact(const float* xc, const qctx& q) {
 
 // The same, stored (out of line: the hot loop keeps its registers).
 template <bool Nibbles>
-LOWBIT_TARGET_AVX2 LOWBIT_INT_NOINLINE void sym_chunk_exact_store(const float* xc, const qctx& qc, __m256 scales,
+LOWBIT_TARGET_AVX2 LOWBIT_NOINLINE void sym_chunk_exact_store(const float* xc, const qctx& qc, __m256 scales,
                                                                          __m256i lane, std::uint8_t* out) noexcept {
   qctx q = qc;
   q.scale = _mm256_permutevar8x32_ps(scales, lane);
@@ -137,7 +137,7 @@ LOWBIT_AVX2_INLINE sym_batch symmetric_batch(const int_symmetric_job& j, std::si
 // One group of a symmetric job the long way (any length and mode, zero scales, near-ties):
 // kept out of line so that the hot loop keeps its registers.
 template <bool Nibbles>
-LOWBIT_TARGET_AVX2 LOWBIT_INT_NOINLINE void symmetric_group(const int_symmetric_job& j, std::size_t g, float s,
+LOWBIT_TARGET_AVX2 LOWBIT_NOINLINE void symmetric_group(const int_symmetric_job& j, std::size_t g, float s,
                                                                   float r, std::uint8_t* out) noexcept {
   const std::size_t len = j.group_length;
   int_group_codec c;

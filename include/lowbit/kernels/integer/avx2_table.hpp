@@ -31,14 +31,6 @@
 #include "../avx2_common.hpp"
 #include "../fp_env.hpp"
 
-#if defined(__GNUC__) || defined(__clang__)
-#define LOWBIT_INT_NOINLINE __attribute__((noinline))
-#elif defined(_MSC_VER)
-#define LOWBIT_INT_NOINLINE __declspec(noinline)
-#else
-#define LOWBIT_INT_NOINLINE
-#endif
-
 namespace lowbit {
 namespace kernels {
 namespace avx2 {
