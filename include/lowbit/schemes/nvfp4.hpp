@@ -137,6 +137,8 @@ template <class Src>
     r.status = errc::bad_argument;
   } else if (n == 0) {
     r.status = errc::empty_input;
+  } else if (src == nullptr) {  // what check_buffers says too; spelled out so that g++ -O3 sees
+    r.status = errc::bad_argument;  // the read below is unreachable (no -Warray-bounds)
   } else {
     r.status = detail::check_buffers({detail::buffer_of(src, n)}, {});
   }
