@@ -144,6 +144,31 @@ T* fake_pointer() noexcept {
   return reinterpret_cast<T*>(static_cast<std::uintptr_t>(0x1000));
 }
 
+// The bytes of one block-format quantization (MX, NVFP4), with canary guards past both ends.
+struct block_outputs {
+  std::vector<std::uint8_t> elements, scales;
+  lowbit::status st;
+};
+
+// What the block-format targets check of a quantization run on both paths: the same status and
+// bytes, nothing written past e_bytes / s_bytes, and nothing written by an empty call. Returns
+// false when there is nothing more to check (n == 0).
+inline bool check_block_quantize(const block_outputs& ref, const block_outputs& simd, std::size_t e_bytes,
+                                 std::size_t s_bytes, std::size_t guard, std::size_t n) {
+  LOWBIT_FUZZ_CHECK(ref.st.code() == simd.st.code(), "status: scalar %s, SIMD %s", ref.st.message(), simd.st.message());
+  LOWBIT_FUZZ_CHECK(same_bytes(ref.elements, simd.elements), "elements: SIMD differs at byte %zu of %zu",
+                    first_difference(ref.elements, simd.elements), e_bytes);
+  LOWBIT_FUZZ_CHECK(same_bytes(ref.scales, simd.scales), "scales: SIMD differs at byte %zu of %zu",
+                    first_difference(ref.scales, simd.scales), s_bytes);
+  for (std::size_t i = 0; i < guard; ++i) {
+    LOWBIT_FUZZ_CHECK(ref.elements[e_bytes + i] == canary && ref.scales[s_bytes + i] == canary,
+                      "wrote past %zu element bytes / %zu scale bytes", e_bytes, s_bytes);
+  }
+  if (n != 0) return true;
+  LOWBIT_FUZZ_CHECK(ref.st.ok() && untouched(ref.elements) && untouched(ref.scales), "an empty call wrote or failed");
+  return false;
+}
+
 // A size whose byte count overflows size_t whatever the element size.
 inline std::size_t huge_size(input& in) noexcept {
   static const std::size_t sizes[] = {static_cast<std::size_t>(-1), static_cast<std::size_t>(-1) / 2 + 1,

@@ -78,10 +78,7 @@ std::vector<Src> read_values(input& in, std::size_t n) {
   }
 }
 
-struct outputs {
-  std::vector<std::uint8_t> elements, scales;
-  status st;
-};
+using outputs = lowbit_fuzz::block_outputs;
 
 template <class Src>
 void check(input& in) {
@@ -163,23 +160,10 @@ void check(input& in) {
   const auto both = lowbit_fuzz::on_both_paths([&] { return run(0); });
   const outputs& ref = both.first;
   const outputs& simd = both.second;
-  LOWBIT_FUZZ_CHECK(ref.st.code() == simd.st.code(), "status: scalar %s, SIMD %s", ref.st.message(), simd.st.message());
   LOWBIT_FUZZ_CHECK(ref.st.ok() || (ref.st.code() == errc::non_finite_input && o.non_finite_is_error),
                     "valid call (%zu x %zu, t %a) failed: %s", sh.rows, sh.cols, static_cast<double>(o.tensor_scale),
                     ref.st.message());
-  LOWBIT_FUZZ_CHECK(lowbit_fuzz::same_bytes(ref.elements, simd.elements), "elements: SIMD differs at byte %zu of %zu",
-                    lowbit_fuzz::first_difference(ref.elements, simd.elements), e_bytes);
-  LOWBIT_FUZZ_CHECK(lowbit_fuzz::same_bytes(ref.scales, simd.scales), "scales: SIMD differs at byte %zu of %zu",
-                    lowbit_fuzz::first_difference(ref.scales, simd.scales), s_bytes);
-  for (std::size_t i = 0; i < guard; ++i) {
-    LOWBIT_FUZZ_CHECK(ref.elements[e_bytes + i] == lowbit_fuzz::canary && ref.scales[s_bytes + i] == lowbit_fuzz::canary,
-                      "wrote past %zu element bytes / %zu scale bytes", e_bytes, s_bytes);
-  }
-  if (n == 0) {
-    LOWBIT_FUZZ_CHECK(ref.st.ok() && lowbit_fuzz::untouched(ref.elements) && lowbit_fuzz::untouched(ref.scales),
-                      "an empty call wrote or failed");
-    return;
-  }
+  if (!lowbit_fuzz::check_block_quantize(ref, simd, e_bytes, s_bytes, guard, n)) return;
 
   // Dequantize, both paths; then quantize again.
   auto dequant = [&] {
