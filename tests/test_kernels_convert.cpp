@@ -753,6 +753,13 @@ TEST(ConvertContract, ContainerOverloadsRejectBadArgumentsAndWriteNothing) {
   EXPECT_EQ(lowbit::convert(x, short_out).code(), errc::size_mismatch);
   std::vector<std::uint32_t> random(10);
   EXPECT_EQ(lowbit::convert(x, out, overflow::saturate, rounding::stochastic, random).code(), errc::size_mismatch);
+  // The output may not overlap the random bits either (they are read while it is written).
+  std::vector<std::uint32_t> words(64, 0x12345678u);
+  EXPECT_EQ(lowbit::convert(x, span<q8>(reinterpret_cast<q8*>(words.data()), 64), overflow::saturate,
+                            rounding::stochastic, words)
+                .code(),
+            errc::overlapping_buffers);
+  for (std::uint32_t w : words) ASSERT_EQ(w, 0x12345678u);
   EXPECT_EQ(lowbit::convert(span<const float>(nullptr, 64), out).code(), errc::bad_argument);
   lowbit_test::misaligned<float> odd(64);
   EXPECT_EQ(lowbit::convert(span<const float>(odd.data(), 64), out).code(), errc::misaligned);

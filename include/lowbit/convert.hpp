@@ -197,7 +197,11 @@ template <class Src, class Dst, std::enable_if_t<detail::is_encode_pair<Src, Dst
   if (static_cast<std::size_t>(dst.size()) != n || (!random_bits.empty() && random_bits.size() != n))
     return errc::size_mismatch;
   if (status s = detail::convert_arguments(src.data(), n, dst.data(), n); !s) return s;
-  if (status s = detail::check_buffers({detail::buffer_of(random_bits.data(), random_bits.size())}, {}); !s) return s;
+  // The random bits are an input too: checked, and dst may not overlap them.
+  if (status s = detail::check_buffers({detail::buffer_of(random_bits.data(), random_bits.size())},
+                                       {detail::buffer_of(dst.data(), n)});
+      !s)
+    return s;
   convert(src.data(), dst.data(), n, p, random_bits.empty() ? nullptr : random_bits.data());
   return status{};
 }
@@ -230,7 +234,10 @@ template <class T, class Src,
   const std::size_t n = static_cast<std::size_t>(src.size());
   if (dst.size() != packed_bytes<T>(n) || (!random_bits.empty() && random_bits.size() != n)) return errc::size_mismatch;
   if (status s = detail::convert_arguments(src.data(), n, dst.data(), dst.size()); !s) return s;
-  if (status s = detail::check_buffers({detail::buffer_of(random_bits.data(), random_bits.size())}, {}); !s) return s;
+  if (status s = detail::check_buffers({detail::buffer_of(random_bits.data(), random_bits.size())},
+                                       {detail::buffer_of(dst.data(), dst.size())});
+      !s)
+    return s;
   convert_packed<T>(src.data(), dst.data(), n, p, random_bits.empty() ? nullptr : random_bits.data());
   return status{};
 }
