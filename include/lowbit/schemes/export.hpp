@@ -16,7 +16,8 @@
 // scales: tests/test_export.cpp checks that byte for byte. Errors: an empty matrix ->
 // bad_argument (there is no layer to export); a width the layout cannot hold ->
 // bad_bit_width; a scheme it cannot hold (a float offset; ggml: an affine scheme) or scales
-// not stored as fp16 (scale_format != fp16) -> bad_argument; groups that are not what the
+// not stored as fp16 (scale_format != fp16), two's complement codes -> bad_argument; groups
+// along rows, a partial last group, or groups that are not what the
 // layout stores (ggml: per_group of 32; GPTQ / AWQ: per_group, or per_channel as one group)
 // -> bad_group_size; dimensions that are not whole words or blocks -> bad_block_size; the
 // packers' own data errors (a GPTQ v1 zero-point of 0) -> bad_argument; out_of_memory.
@@ -90,14 +91,21 @@ struct awq_tensors {
 namespace detail {
 
 // The checks every export makes, in docs/api.md's order: an empty matrix (nothing to export) ->
-// bad_argument; `width` (the layout's verdict on the bit width) ; a float-offset scheme or scales
-// not stored as fp16 -> bad_argument; granularity per_tensor -> bad_group_size. Then the groups
+// bad_argument; `width` (the layout's verdict on the bit width) ; a float-offset scheme, scales
+// not stored as fp16 or two's complement codes -> bad_argument; granularity per_tensor, groups
+// along rows or a partial last group -> bad_group_size. Then the groups
 // per output row (1 for per_channel / per_token).
 inline status export_check(const quantized_matrix& m, status width, std::size_t* groups_per_row) noexcept {
   const int_params& p = m.params();
   if (m.empty()) return errc::bad_argument;
   if (!width) return width;
-  if (p.scheme == int_scheme::affine_offset || p.scale_format != scale_storage::fp16) return errc::bad_argument;
+  if (p.scheme == int_scheme::affine_offset || p.scale_format != scale_storage::fp16 ||
+      p.code_storage != int_code_storage::offset_binary)
+    return errc::bad_argument;  // the layouts store offset-binary codes and zero-points
+  if (p.granularity != granularity::per_tensor &&
+      (p.group_axis != int_group_axis::cols ||
+       (p.granularity == granularity::per_group && m.cols() % p.group_size != 0)))
+    return errc::bad_group_size;  // groups down the columns, or a partial last group
   if (p.granularity == granularity::per_group) {
     *groups_per_row = m.cols() / p.group_size;
   } else if (p.granularity == granularity::per_channel || p.granularity == granularity::per_token) {

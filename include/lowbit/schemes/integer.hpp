@@ -87,6 +87,23 @@ enum class granularity : std::uint8_t {
 //            max_search_grid (10000): each candidate costs a pass over the group.
 enum class scale_search : std::uint8_t { minmax, mse_grid };
 
+// How a signed grid's codes are stored (symmetric and affine schemes; docs/integer-schemes.md §1).
+//  offset_binary    u = q + 2^(b-1) in 0..2^b-1, zero-points z in 0..2^b-1 (GPTQ, AWQ, ggml Q4_0).
+//  twos_complement  q = u - 2^(b-1) in -2^(b-1)..2^(b-1)-1: one code per byte as the sign-extended
+//                   int8 byte uint8_t(int8_t(q)); packed codes hold its low b bits (an INT4 nibble
+//                   is the offset code XOR 0x8, an INT8 byte the offset code XOR 0x80); integer
+//                   zero-points are stored as z - 2^(b-1) (ONNX INT8/INT4 with int8 zero points).
+//                   A float offset (affine_offset) has no signed form: bad_argument.
+enum class int_code_storage : std::uint8_t { offset_binary, twos_complement };
+
+// The axis groups run along in a row-major [rows, cols] matrix.
+//  cols  a group is consecutive elements of one row (along `in` of a [out, in] weight); scales
+//        [rows, ceil(cols/G)]; per_channel / per_token: one scale per row. ONNX blocked axis 1.
+//  rows  a group is consecutive elements of one column; scales [ceil(rows/G), cols] row-major
+//        (ONNX's blocked scale tensor with axis 0); per_channel / per_token: one scale per column
+//        (ONNX per-axis with axis 1), scales [cols]. per_tensor is one group either way.
+enum class int_group_axis : std::uint8_t { cols, rows };
+
 // The largest int_params::search_grid (a larger one is errc::bad_argument).
 inline constexpr int max_search_grid = 10000;
 
@@ -108,7 +125,17 @@ struct int_params {
   int search_grid = 100;                          // mse_grid only, 1..max_search_grid
   float search_maxshrink = 0.8f;                  // mse_grid only, in (0, 1]
   float search_norm = 2.4f;                       // mse_grid only, > 0
+  int_code_storage code_storage = int_code_storage::offset_binary;  // signed codes: offset or two's complement
+  int_group_axis group_axis = int_group_axis::cols;  // groups along a row (cols) or down a column (rows)
+  bool partial_groups = false;                    // per_group: G need not divide the grouped axis;
+                                                  // ceil(len/G) groups, the last one shorter
+  float zero_group_scale = 0.0f;                  // 0: off; else the scale stored for a group whose range
+                                                  // gives scale 0 (its codes stay the zero code); > 0,
+                                                  // exactly representable in scale_format
 };
+
+// ONNX QuantizeLinear / DequantizeLinear's integer output types.
+enum class onnx_type : std::uint8_t { int8, uint8, int4, uint4 };
 
 // Named settings of the engines lowbit reads and writes.
 namespace int_presets {
@@ -161,6 +188,41 @@ inline int_params kivi(int bits = 2, std::size_t group_size = 32) noexcept {
   p.scheme = int_scheme::affine_offset;
   return p;
 }
+// ONNX QuantizeLinear conventions (y = saturate(round_half_even(x / y_scale) + y_zero_point),
+// x^ = (y - y_zero_point) * y_scale) for a 2-D [rows, cols] tensor, with ONNX's own `axis` (0 or
+// 1, or -2 / -1) and `block_size`: block_size 0 is per-axis (axis 0: one scale per row; axis 1:
+// one scale per column), block_size > 0 blocked along `axis` (axis 1: groups along a row; axis 0:
+// down a column, scales [ceil(rows/B), cols]); the last block may be shorter. Signed types
+// (int8, int4): symmetric, full range (s = 2*amax/(2^b - 1), codes saturate to -2^(b-1)..2^(b-1)-1
+// as ONNX does, zero point 0: store none or zeros), codes in two's complement. Unsigned types
+// (uint8, uint4): affine with an integer zero-point, the range widened to contain 0. fp32 scales;
+// an all-zero group stores the scale 1 (ONNX would otherwise compute 0 / 0). For per-tensor set
+// granularity = per_tensor afterwards; for a signed zero point, scheme = affine. An axis outside
+// -2..1 gives params check_int_params rejects (bad_argument).
+inline int_params onnx(onnx_type t, int axis = 1, std::size_t block_size = 0) noexcept {
+  int_params p;
+  const bool is_signed = t == onnx_type::int8 || t == onnx_type::int4;
+  p.bits = t == onnx_type::int8 || t == onnx_type::uint8 ? 8 : 4;
+  p.scheme = is_signed ? int_scheme::symmetric : int_scheme::affine;
+  p.range = int_range::full;
+  p.code_storage = is_signed ? int_code_storage::twos_complement : int_code_storage::offset_binary;
+  p.partial_groups = true;
+  p.zero_group_scale = 1.0f;
+  if (axis < 0) axis += 2;
+  if (axis != 0 && axis != 1) {
+    p.group_axis = static_cast<int_group_axis>(0xFF);  // rejected by check_int_params
+    return p;
+  }
+  if (block_size == 0) {  // per-axis: one scale per index of `axis`, the group runs along the other
+    p.granularity = granularity::per_channel;
+    p.group_axis = axis == 0 ? int_group_axis::cols : int_group_axis::rows;
+  } else {                // blocked along `axis`
+    p.granularity = granularity::per_group;
+    p.group_size = block_size;
+    p.group_axis = axis == 0 ? int_group_axis::rows : int_group_axis::cols;
+  }
+  return p;
+}
 }  // namespace int_presets
 
 // Largest code 2^b - 1, and the fixed zero-point 2^(b-1) of the symmetric schemes.
@@ -176,9 +238,86 @@ constexpr bool has_zero_points(const int_params& p) noexcept { return p.scheme !
 // Shape and validation
 
 struct int_grouping {
-  std::size_t group_length = 0;  // elements per scale; groups are contiguous in row-major order
+  std::size_t group_length = 0;  // elements per scale (the last group of a row or column may be
+                                 // shorter under partial_groups); contiguous in row-major order
+                                 // along cols, strided by cols along rows
   std::size_t group_count = 0;   // number of scales (and zero-points)
 };
+
+// Whether v is exactly representable in fmt (and finite).
+inline bool is_stored_scale(float v, scale_storage fmt) noexcept {
+  if (!std::isfinite(v)) return false;
+  switch (fmt) {
+    case scale_storage::fp32: return true;
+    case scale_storage::fp16: return static_cast<float>(encode<float16>(v)) == v;
+    case scale_storage::bf16: return static_cast<float>(encode<bfloat16>(v)) == v;
+  }
+  return false;
+}
+
+namespace detail {
+// Where the groups of p lie in a [rows, cols] matrix of n elements (options and shape checked).
+// Group k holds `length` elements first, first + stride, ...; `regular` when every group is a
+// contiguous run of group_length (groups along cols that divide cols, or one per tensor): the
+// fused SIMD paths take those, a general path (gather, codec, scatter) the others.
+struct int_layout {
+  std::size_t rows = 0, cols = 0;
+  bool along_rows = false;  // group_axis rows (not per_tensor)
+  std::size_t len = 0;      // nominal group length
+  std::size_t lines = 0;    // groups per row (along cols) / blocks per column (along rows)
+  std::size_t count = 0;
+  bool regular = true;
+  bool twos = false;        // two's complement code storage
+  void group(std::size_t k, std::size_t* first, std::size_t* length, std::size_t* stride) const noexcept {
+    if (along_rows) {
+      const std::size_t blk = k / cols, c = k % cols;
+      *first = blk * len * cols + c;
+      *length = rows - blk * len < len ? rows - blk * len : len;
+      *stride = cols;
+      return;
+    }
+    if (lines == 0) {  // per_tensor
+      *first = 0;
+      *length = len;
+      *stride = 1;
+      return;
+    }
+    const std::size_t line = k / lines, j = k % lines;
+    *first = line * cols + j * len;
+    *length = cols - j * len < len ? cols - j * len : len;
+    *stride = 1;
+  }
+};
+
+constexpr std::size_t ceil_div(std::size_t a, std::size_t b) noexcept { return a / b + (a % b != 0 ? 1u : 0u); }
+
+// The layout of a non-empty [rows, cols] matrix under checked p.
+inline int_layout make_layout(const int_params& p, std::size_t rows, std::size_t cols) noexcept {
+  int_layout L;
+  L.rows = rows;
+  L.cols = cols;
+  L.twos = p.code_storage == int_code_storage::twos_complement;
+  if (p.granularity == granularity::per_tensor) {
+    L.len = rows * cols;
+    L.count = 1;
+    return L;
+  }
+  const bool per_group = p.granularity == granularity::per_group;
+  if (p.group_axis == int_group_axis::rows) {
+    L.along_rows = true;
+    L.len = per_group ? p.group_size : rows;
+    L.lines = ceil_div(rows, L.len);
+    L.count = L.lines * cols;
+    L.regular = false;
+    return L;
+  }
+  L.len = per_group ? p.group_size : cols;
+  L.lines = ceil_div(cols, L.len);
+  L.count = L.lines * rows;
+  L.regular = cols % L.len == 0;
+  return L;
+}
+}  // namespace detail
 
 // Validates p alone (the options checks of docs/api.md, in its order).
 [[nodiscard]] inline status check_int_params(const int_params& p) noexcept {
@@ -191,7 +330,12 @@ struct int_grouping {
                           (p.search_grid < 1 || p.search_grid > max_search_grid ||
                            !(p.search_maxshrink > 0.0f && p.search_maxshrink <= 1.0f) ||
                            !(p.search_norm > 0.0f && p.search_norm < std::numeric_limits<float>::infinity()));
-  if (bad_enum || bad_search) return errc::bad_argument;
+  const bool bad_storage = static_cast<unsigned>(p.code_storage) > 1u || static_cast<unsigned>(p.group_axis) > 1u ||
+                           (p.code_storage == int_code_storage::twos_complement &&
+                            p.scheme == int_scheme::affine_offset);
+  const bool bad_placeholder = p.zero_group_scale != 0.0f &&
+                               !(p.zero_group_scale > 0.0f && is_stored_scale(p.zero_group_scale, p.scale_format));
+  if (bad_enum || bad_search || bad_storage || bad_placeholder) return errc::bad_argument;
   return status{};
 }
 
@@ -205,7 +349,8 @@ struct int_grouping {
     r.status = s;
     return r;
   }
-  if (p.granularity == granularity::per_group && cols % p.group_size != 0) {
+  if (p.granularity == granularity::per_group && !p.partial_groups &&
+      (p.group_axis == int_group_axis::rows ? rows : cols) % p.group_size != 0) {
     r.status = errc::bad_group_size;
     return r;
   }
@@ -218,12 +363,8 @@ struct int_grouping {
     r.value = {p.granularity == granularity::per_group ? p.group_size : 0, 0};
     return r;
   }
-  switch (p.granularity) {
-    case granularity::per_tensor: r.value = {n, 1}; break;
-    case granularity::per_channel:
-    case granularity::per_token: r.value = {cols, rows}; break;
-    case granularity::per_group: r.value = {p.group_size, n / p.group_size}; break;
-  }
+  const detail::int_layout L = detail::make_layout(p, rows, cols);
+  r.value = {L.len, L.count};
   return r;
 }
 
@@ -262,17 +403,6 @@ inline bool grid_is_finite(const int_group_codec& c, float hi) noexcept {
   }
   r.value = s == 0.0f ? 0.0f : s;  // no -0
   return r;
-}
-
-// Whether v is exactly representable in fmt (and finite).
-inline bool is_stored_scale(float v, scale_storage fmt) noexcept {
-  if (!std::isfinite(v)) return false;
-  switch (fmt) {
-    case scale_storage::fp32: return true;
-    case scale_storage::fp16: return static_cast<float>(encode<float16>(v)) == v;
-    case scale_storage::bf16: return static_cast<float>(encode<bfloat16>(v)) == v;
-  }
-  return false;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -352,24 +482,30 @@ inline bool is_stored_scale(float v, scale_storage fmt) noexcept {
 
 namespace detail {
 // choose_int_codec with the table of the active path, inside the caller's IEEE scope.
-inline result<int_group_codec> choose_codec(const float* x, std::size_t n, float lo, float hi, const int_params& p,
-                                            const std::uint32_t* random_bits, const kernels::int_kernels& k) noexcept {
+// error(codec) scores a candidate over the whole group.
+template <class Error>
+inline result<int_group_codec> choose_codec_by(float lo, float hi, const int_params& p, Error error) noexcept {
   result<int_group_codec> best = make_int_codec(lo, hi, p);
   if (!best.ok() || p.search != scale_search::mse_grid || best.value.scale == 0.0f) return best;
-  const double norm = p.search_norm;
-  double best_err = k.error(x, n, best.value, norm, random_bits);
+  double best_err = error(best.value);
   const int steps = static_cast<int>(static_cast<double>(p.search_maxshrink) * p.search_grid);
   for (int i = 1; i < steps; ++i) {
     const double shrink = 1.0 - static_cast<double>(i) / p.search_grid;
     result<int_group_codec> c = make_int_codec(lo, hi, p, shrink);
     if (!c.ok()) continue;
-    const double e = k.error(x, n, c.value, norm, random_bits);
+    const double e = error(c.value);
     if (e < best_err) {
       best_err = e;
       best = c;
     }
   }
   return best;
+}
+
+inline result<int_group_codec> choose_codec(const float* x, std::size_t n, float lo, float hi, const int_params& p,
+                                            const std::uint32_t* random_bits, const kernels::int_kernels& k) noexcept {
+  const double norm = p.search_norm;
+  return choose_codec_by(lo, hi, p, [&](const int_group_codec& c) { return k.error(x, n, c, norm, random_bits); });
 }
 }  // namespace detail
 
@@ -384,8 +520,9 @@ inline result<int_group_codec> choose_codec(const float* x, std::size_t n, float
 }
 
 // The codec that stored parameters describe (scale, and zero-point or offset for the affine
-// schemes). Errors: a scale or offset that is not finite or not exactly representable in
-// p.scale_format, or an affine zero-point that is not an integer in 0..2^b-1 -> bad_argument.
+// schemes; the zero-point as stored: z, or z - 2^(b-1) under twos_complement). Errors: a scale or
+// offset that is not finite or not exactly representable in p.scale_format, or an affine
+// zero-point that is not an integer in 0..2^b-1 (-2^(b-1)..2^(b-1)-1) -> bad_argument.
 [[nodiscard]] inline result<int_group_codec> stored_int_codec(float scale, float zero, const int_params& p) noexcept {
   result<int_group_codec> r;
   int_group_codec& c = r.value;
@@ -401,13 +538,17 @@ inline result<int_group_codec> choose_codec(const float* x, std::size_t n, float
       c.zero_point = symmetric_zero_point(p.bits);
       c.code_min = p.range == int_range::restricted ? 1 : 0;
       break;
-    case int_scheme::affine:
-      if (!(zero >= 0.0f && zero <= static_cast<float>(c.code_max) && std::floor(zero) == zero)) {
+    case int_scheme::affine: {
+      // Two's complement stores z - 2^(b-1): the stored value lies in -2^(b-1)..2^(b-1)-1.
+      const float bias = p.code_storage == int_code_storage::twos_complement
+                             ? static_cast<float>(symmetric_zero_point(p.bits)) : 0.0f;
+      if (!(zero >= -bias && zero <= static_cast<float>(c.code_max) - bias && std::floor(zero) == zero)) {
         r.status = errc::bad_argument;
         return r;
       }
-      c.zero_point = static_cast<int>(zero);
+      c.zero_point = static_cast<int>(zero + bias);
       break;
+    }
     case int_scheme::affine_offset:
       if (!is_stored_scale(zero, p.scale_format)) {
         r.status = errc::bad_argument;
@@ -557,6 +698,7 @@ struct int_call {
   int_grouping g;
   std::size_t n = 0;
   std::size_t zero_count = 0;
+  int_layout layout;  // where the groups lie (n > 0)
 };
 
 // The options and shape checks of a bulk call (int_groups), in docs/api.md's order.
@@ -570,27 +712,269 @@ inline result<int_call> int_call_shape(const int_params& p, std::size_t rows, st
   r.value.g = g.value;
   r.value.n = rows * cols;
   r.value.zero_count = has_zero_points(p) ? g.value.group_count : 0;
+  if (r.value.n != 0) r.value.layout = make_layout(p, rows, cols);
   return r;
+}
+
+// ---- Storage of codes and parameters (int_code_storage, zero_group_scale)
+
+// One code per byte: the stored byte of offset code u (two's complement: uint8_t(int8_t(u - h)))
+// and back. A packed field is the low b bits of the stored byte, i.e. u XOR h.
+inline std::uint8_t stored_code(std::uint8_t u, int bits) noexcept {
+  return static_cast<std::uint8_t>(u - (1u << (bits - 1)));
+}
+inline std::uint8_t offset_code(std::uint8_t t, int bits) noexcept {
+  return static_cast<std::uint8_t>(t + (1u << (bits - 1)));
+}
+
+// The scale and zero-point a group stores for its codec: zero_group_scale in place of a zero
+// scale, the zero-point as a float (less 2^(b-1) under twos_complement) or the offset.
+inline void store_group_params(const int_params& p, const int_group_codec& c, std::size_t g, float* scales,
+                               float* zeros) noexcept {
+  scales[g] = c.scale == 0.0f && p.zero_group_scale != 0.0f ? p.zero_group_scale : c.scale;
+  if (!has_zero_points(p)) return;
+  const int bias = p.code_storage == int_code_storage::twos_complement ? symmetric_zero_point(p.bits) : 0;
+  zeros[g] = c.has_offset ? c.offset : static_cast<float>(c.zero_point - bias);
+}
+
+// What the regular path does after codes and parameters of groups [a, b) were written in offset
+// binary with zero scales (by the fused SIMD job, or per group): the placeholder scale, the
+// stored zero-points and (codes_too) the codes in two's complement, in place, while they are in
+// cache. Packed codes come only from the fused job here: 8 bits, or 4 bits with an even group
+// length, so the groups start on byte boundaries and the conversion is one XOR per byte.
+struct int_fixup {
+  const int_params& p;
+  std::size_t len;
+  float* scales;
+  float* zeros;
+  std::uint8_t* codes;
+  bool packed;
+  bool needed() const noexcept {
+    return p.zero_group_scale != 0.0f || p.code_storage == int_code_storage::twos_complement;
+  }
+  void operator()(std::size_t a, std::size_t b, bool codes_too) const noexcept {
+    const bool twos = p.code_storage == int_code_storage::twos_complement;
+    if (p.zero_group_scale != 0.0f)
+      for (std::size_t g = a; g < b; ++g)
+        if (scales[g] == 0.0f) scales[g] = p.zero_group_scale;
+    if (!twos) return;
+    if (p.scheme == int_scheme::affine)
+      for (std::size_t g = a; g < b; ++g) zeros[g] -= static_cast<float>(symmetric_zero_point(p.bits));
+    if (!codes_too) return;
+    if (packed) {
+      const std::uint8_t flip = p.bits == 8 ? 0x80u : 0x88u;
+      const std::size_t per_group = p.bits == 8 ? len : len / 2;
+      for (std::size_t i = a * per_group, e = b * per_group; i < e; ++i)
+        codes[i] = static_cast<std::uint8_t>(codes[i] ^ flip);
+      return;
+    }
+    for (std::size_t i = a * len, e = b * len; i < e; ++i) codes[i] = stored_code(codes[i], p.bits);
+  }
+};
+
+// ---- The general path: groups of any layout (partial, along rows), one chunk at a time through
+// stack buffers, with the per-group kernels of the active table (so both paths give the same bytes).
+
+constexpr std::size_t general_chunk = 256;
+
+// f(done, m, x, r) for each chunk of group (first, length, stride): pointers into src and rb for a
+// contiguous group, gathered copies for a strided one; r null without random bits.
+template <class F>
+inline void for_group_chunks(const float* src, const std::uint32_t* rb, std::size_t first, std::size_t length,
+                             std::size_t stride, F f) noexcept {
+  float xb[general_chunk];
+  std::uint32_t rbb[general_chunk];
+  for (std::size_t done = 0; done < length; done += general_chunk) {
+    const std::size_t m = length - done < general_chunk ? length - done : general_chunk;
+    if (stride == 1) {
+      f(done, m, src + first + done, rb != nullptr ? rb + first + done : nullptr);
+      continue;
+    }
+    for (std::size_t i = 0; i < m; ++i) xb[i] = src[first + (done + i) * stride];
+    if (rb != nullptr)
+      for (std::size_t i = 0; i < m; ++i) rbb[i] = rb[first + (done + i) * stride];
+    f(done, m, xb, rb != nullptr ? rbb : nullptr);
+  }
+}
+
+// Writes offset codes as stored: one per byte or packed, contiguous or strided.
+struct code_sink {
+  std::uint8_t* out;
+  bool packed;
+  int bits;
+  bool twos;
+  void put(const std::uint8_t* u, std::size_t m, std::size_t pos, std::size_t stride) const noexcept {
+    std::uint8_t buf[general_chunk];
+    const std::uint8_t* c = u;
+    if (twos) {
+      for (std::size_t i = 0; i < m; ++i) buf[i] = stored_code(u[i], bits);
+      c = buf;
+    }
+    if (!packed) {
+      for (std::size_t i = 0; i < m; ++i) out[pos + i * stride] = c[i];
+    } else if (stride == 1) {
+      put_codes(c, m, bits, out, pos);  // keeps the low b bits: u XOR h under twos_complement
+    } else {
+      for (std::size_t i = 0; i < m; ++i) put_codes(c + i, 1, bits, out, pos + i * stride);
+    }
+  }
+};
+
+// Reads stored codes back to offset codes.
+struct code_source {
+  const std::uint8_t* in;
+  bool packed;
+  int bits;
+  bool twos;
+  void get(std::size_t pos, std::size_t stride, std::size_t m, std::uint8_t* u) const noexcept {
+    if (!packed) {
+      for (std::size_t i = 0; i < m; ++i) {
+        const std::uint8_t t = in[pos + i * stride];
+        u[i] = twos ? offset_code(t, bits) : t;
+      }
+      return;
+    }
+    if (stride == 1) {
+      get_codes(in, pos, m, bits, u);
+    } else {
+      for (std::size_t i = 0; i < m; ++i) get_codes(in, pos + i * stride, 1, bits, u + i);
+    }
+    if (twos) {
+      const std::uint8_t h = static_cast<std::uint8_t>(1u << (bits - 1));
+      for (std::size_t i = 0; i < m; ++i) u[i] = static_cast<std::uint8_t>(u[i] ^ h);
+    }
+  }
+};
+
+// Whether group (first, length, stride) is finite; its range into lo, hi.
+inline bool group_range(const float* src, std::size_t first, std::size_t length, std::size_t stride,
+                        const kernels::int_kernels& k, float* lo, float* hi) noexcept {
+  if (stride == 1) return k.range(src + first, length, lo, hi);
+  bool finite = true;
+  for_group_chunks(src, nullptr, first, length, stride,
+                   [&](std::size_t done, std::size_t m, const float* x, const std::uint32_t*) {
+                     float l = 0.0f, h = 0.0f;
+                     finite = k.range(x, m, &l, &h) && finite;
+                     if (done == 0 || l < *lo) *lo = l;
+                     if (done == 0 || h > *hi) *hi = h;
+                   });
+  return finite;
+}
+
+// quantize_int / quantize_int_packed for any layout: per group, its range, codec and codes.
+inline status quantize_general(const float* src, const int_params& p, const int_layout& L, const std::uint32_t* rb,
+                               const kernels::int_kernels& k, const code_sink& sink, float* scales,
+                               float* zeros) noexcept {
+  const double norm = p.search_norm;
+  for (std::size_t g = 0; g < L.count; ++g) {
+    std::size_t first = 0, length = 0, stride = 0;
+    L.group(g, &first, &length, &stride);
+    float lo = 0.0f, hi = 0.0f;
+    if (!group_range(src, first, length, stride, k, &lo, &hi)) return errc::non_finite_input;
+    const result<int_group_codec> c = choose_codec_by(lo, hi, p, [&](const int_group_codec& cc) {
+      if (stride == 1) return k.error(src + first, length, cc, norm, rb != nullptr ? rb + first : nullptr);
+      double sum = 0.0;  // strided: chunk sums, in order
+      for_group_chunks(src, rb, first, length, stride,
+                       [&](std::size_t, std::size_t m, const float* x, const std::uint32_t* r) {
+                         sum += k.error(x, m, cc, norm, r);
+                       });
+      return sum;
+    });
+    if (!c.ok()) return c.status;
+    std::uint8_t u[general_chunk];
+    for_group_chunks(src, rb, first, length, stride,
+                     [&](std::size_t done, std::size_t m, const float* x, const std::uint32_t* r) {
+                       k.quantize(x, m, c.value, r, u);
+                       sink.put(u, m, first + done * stride, stride);
+                     });
+    store_group_params(p, c.value, g, scales, zeros);
+  }
+  return status{};
+}
+
+// quantize_int_fixed for any layout or code storage.
+inline status quantize_fixed_general(const float* src, const float* scales, const float* zeros, const int_params& p,
+                                     const int_layout& L, const std::uint32_t* rb, const kernels::int_kernels& k,
+                                     const code_sink& sink) noexcept {
+  for (std::size_t g = 0; g < L.count; ++g) {
+    const result<int_group_codec> c = stored_int_codec(scales[g], has_zero_points(p) ? zeros[g] : 0.0f, p);
+    if (!c.ok()) return c.status;
+    std::size_t first = 0, length = 0, stride = 0;
+    L.group(g, &first, &length, &stride);
+    float lo = 0.0f, hi = 0.0f;
+    if (!group_range(src, first, length, stride, k, &lo, &hi)) return errc::non_finite_input;
+    std::uint8_t u[general_chunk];
+    for_group_chunks(src, rb, first, length, stride,
+                     [&](std::size_t done, std::size_t m, const float* x, const std::uint32_t* r) {
+                       k.quantize(x, m, c.value, r, u);
+                       sink.put(u, m, first + done * stride, stride);
+                     });
+  }
+  return status{};
+}
+
+// Writes y[pos + i * stride] for i < m from floats (float, or bfloat16 rounded to nearest even).
+inline void scatter_values(float* y, const float* v, std::size_t m, std::size_t pos, std::size_t stride) noexcept {
+  for (std::size_t i = 0; i < m; ++i) y[pos + i * stride] = v[i];
+}
+inline void scatter_values(bfloat16* y, const float* v, std::size_t m, std::size_t pos, std::size_t stride) noexcept {
+  for (std::size_t i = 0; i < m; ++i) y[pos + i * stride] = encode<bfloat16>(v[i]);
+}
+
+// dequantize_int / dequantize_int_packed for any layout or code storage.
+template <class T>
+inline status dequantize_general(const code_source& src, const float* scales, const float* zeros, const int_params& p,
+                                 const int_layout& L, const kernels::int_kernels& k, T* dst) noexcept {
+  std::uint8_t u[general_chunk];
+  float v[general_chunk];
+  for (std::size_t g = 0; g < L.count; ++g) {
+    const result<int_group_codec> c = stored_int_codec(scales[g], has_zero_points(p) ? zeros[g] : 0.0f, p);
+    if (!c.ok()) return c.status;
+    std::size_t first = 0, length = 0, stride = 0;
+    L.group(g, &first, &length, &stride);
+    for (std::size_t done = 0; done < length; done += general_chunk) {
+      const std::size_t m = length - done < general_chunk ? length - done : general_chunk;
+      const std::size_t pos = first + done * stride;
+      src.get(pos, stride, m, u);
+      k.dequantize(u, m, c.value, v);
+      scatter_values(dst, v, m, pos, stride);
+    }
+  }
+  return status{};
 }
 
 // The group loop of quantize_int and quantize_int_packed: the fused SIMD job takes the groups it
 // can, the per-group codec the rest; write_codes(i, x_i, random_i, codec) stores group i's codes,
 // then the scale and zero-point are stored here. On an error, the groups before the failing one
 // are written (by either path) and nothing after.
+// With a fixup (two's complement, placeholder scale) the groups go in slices of about 16 KiB of
+// codes, each fixed up right after it is written; otherwise in one slice, as before.
 template <class WriteCodes>
 inline status quantize_groups(const float* x, const int_params& p, const int_grouping& g,
                               const std::uint32_t* rb, const kernels::int_kernels& k, const fused_quantize& fused,
-                              float* scales, float* zeros, WriteCodes write_codes) noexcept {
+                              float* scales, float* zeros, const int_fixup& fixup, bool per_group_codes_fixed,
+                              WriteCodes write_codes) noexcept {
   const std::size_t len = g.group_length;
-  for (std::size_t i = 0; i < g.group_count; ++i) {
-    if ((i = fused.run(i, g.group_count)) == g.group_count) break;
-    const float* xg = x + i * len;
-    const std::uint32_t* rg = rb != nullptr ? rb + i * len : nullptr;
+  const std::size_t count = g.group_count;
+  const bool fix = fixup.needed();
+  const std::size_t slice = !fix ? count : len >= 16384 ? 1 : 16384 / len;
+  for (std::size_t i = 0; i < count;) {
+    const std::size_t end = count - i <= slice ? count : i + slice;
+    const std::size_t j = fused.run(i, end);
+    if (fix && j > i) fixup(i, j, true);
+    if (j == end) {
+      i = end;
+      continue;
+    }
+    const float* xg = x + j * len;
+    const std::uint32_t* rg = rb != nullptr ? rb + j * len : nullptr;
     const result<int_group_codec> c = group_codec(xg, len, p, rg, k);
     if (!c.ok()) return c.status;
-    write_codes(i, xg, rg, c.value);
-    scales[i] = c.value.scale;
-    if (has_zero_points(p)) zeros[i] = c.value.has_offset ? c.value.offset : static_cast<float>(c.value.zero_point);
+    write_codes(j, xg, rg, c.value);
+    scales[j] = c.value.scale;
+    if (has_zero_points(p)) zeros[j] = c.value.has_offset ? c.value.offset : static_cast<float>(c.value.zero_point);
+    if (fix) fixup(j, j + 1, !per_group_codes_fixed);
+    i = j + 1;
   }
   return status{};
 }
@@ -609,6 +993,8 @@ inline status dequantize_packed(const std::uint8_t* packed, const float* scales,
     return s;
   const kernels::ieee_scope env;  // same bytes whatever the caller's MXCSR
   const kernels::int_kernels& k = kernels::active_int_kernels();
+  const int_layout& L = c.value.layout;
+  if (!L.regular || L.twos) return dequantize_general(code_source{packed, true, p.bits, L.twos}, scales, zeros, p, L, k, dst);
   const std::size_t len = c.value.g.group_length;
   kernels::int_dequantize_job job;
   const bool fused = (p.bits == 8 || (p.bits == 4 && len % 2 == 0)) && dequantize_job(p, k, len, scales, zeros, &job);
@@ -677,9 +1063,13 @@ inline status int_span_sizes(const int_params& p, std::size_t rows, std::size_t 
     return s;
   const kernels::ieee_scope env;  // same bytes whatever the caller's MXCSR
   const kernels::int_kernels& k = kernels::active_int_kernels();
+  const detail::int_layout& L = c.value.layout;
+  if (!L.regular)
+    return detail::quantize_general(src, p, L, rb, k, {codes, false, p.bits, L.twos}, scales, zeros);
   const std::size_t len = c.value.g.group_length;
   const detail::fused_quantize fused(p, k, len, false, codes, src, rb, scales, zeros);
-  return detail::quantize_groups(src, p, c.value.g, rb, k, fused, scales, zeros,
+  const detail::int_fixup fixup{p, len, scales, zeros, codes, false};
+  return detail::quantize_groups(src, p, c.value.g, rb, k, fused, scales, zeros, fixup, false,
                                  [&](std::size_t i, const float* xg, const std::uint32_t* rg, const int_group_codec& g) {
                                    k.quantize(xg, len, g, rg, codes + i * len);
                                  });
@@ -705,18 +1095,21 @@ inline status int_span_sizes(const int_params& p, std::size_t rows, std::size_t 
     return s;
   const kernels::ieee_scope env;  // same bytes whatever the caller's MXCSR
   const kernels::int_kernels& k = kernels::active_int_kernels();
-  const std::size_t len = c.value.g.group_length;
+  const detail::int_layout& L = c.value.layout;
   packed[nbytes - 1] = 0;  // its unused high bits stay zero
+  const detail::code_sink sink{packed, true, p.bits, L.twos};
+  if (!L.regular) return detail::quantize_general(src, p, L, rb, k, sink, scales, zeros);
+  const std::size_t len = c.value.g.group_length;
   const detail::fused_quantize fused(p, k, len, true, packed, src, rb, scales, zeros);
+  const detail::int_fixup fixup{p, len, scales, zeros, packed, true};
   return detail::quantize_groups(
-      src, p, c.value.g, rb, k, fused, scales, zeros,
+      src, p, c.value.g, rb, k, fused, scales, zeros, fixup, true,
       [&](std::size_t i, const float* xg, const std::uint32_t* rg, const int_group_codec& g) {
-        constexpr std::size_t chunk = 256;
-        std::uint8_t buffer[chunk];
-        for (std::size_t done = 0; done < len; done += chunk) {
-          const std::size_t m = len - done < chunk ? len - done : chunk;
+        std::uint8_t buffer[detail::general_chunk];
+        for (std::size_t done = 0; done < len; done += detail::general_chunk) {
+          const std::size_t m = len - done < detail::general_chunk ? len - done : detail::general_chunk;
           k.quantize(xg + done, m, g, rg != nullptr ? rg + done : nullptr, buffer);
-          detail::put_codes(buffer, m, p.bits, packed, i * len + done);
+          sink.put(buffer, m, i * len + done, 1);  // converted here, in the chunk
         }
       });
 }
@@ -742,6 +1135,9 @@ inline status int_span_sizes(const int_params& p, std::size_t rows, std::size_t 
     return s;
   const kernels::ieee_scope env;  // same bytes whatever the caller's MXCSR
   const kernels::int_kernels& k = kernels::active_int_kernels();
+  const detail::int_layout& L = c.value.layout;
+  if (!L.regular || L.twos)
+    return detail::quantize_fixed_general(src, scales, zeros, p, L, rb, k, {codes, false, p.bits, L.twos});
   const std::size_t len = c.value.g.group_length;
   for (std::size_t i = 0; i < c.value.g.group_count; ++i) {
     const result<int_group_codec> g = stored_int_codec(scales[i], has_zero_points(p) ? zeros[i] : 0.0f, p);
@@ -772,6 +1168,9 @@ inline status int_span_sizes(const int_params& p, std::size_t rows, std::size_t 
     return s;
   const kernels::ieee_scope env;  // same bytes whatever the caller's MXCSR
   const kernels::int_kernels& k = kernels::active_int_kernels();
+  const detail::int_layout& L = c.value.layout;
+  if (!L.regular || L.twos)
+    return detail::dequantize_general(detail::code_source{codes, false, p.bits, L.twos}, scales, zeros, p, L, k, dst);
   const std::size_t len = c.value.g.group_length;
   const std::size_t count = c.value.g.group_count;
   kernels::int_dequantize_job job;

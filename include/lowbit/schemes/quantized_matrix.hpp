@@ -93,11 +93,15 @@ class quantized_matrix {
     r.status = detail::int_span_sizes(p, rows, cols, codes.size(), codes.size(), false, scales.size(), zeros.size(), 0);
     if (!r.ok()) return r;
     const int lo = p.scheme == int_scheme::symmetric && p.range == int_range::restricted ? 1 : 0;
-    for (std::uint8_t c : codes)
-      if (c < lo || c > max_code(p.bits)) {
+    const bool twos = p.code_storage == int_code_storage::twos_complement;
+    for (std::uint8_t t : codes) {
+      // two's complement: the sign-extended byte of a b-bit q (INT4 -8..7 is 0xF8..0x07)
+      const std::uint8_t c = twos ? detail::offset_code(t, p.bits) : t;
+      if (c < lo || c > max_code(p.bits) || (twos && detail::stored_code(c, p.bits) != t)) {
         r.status = errc::bad_argument;
         return r;
       }
+    }
     for (std::size_t i = 0; i < scales.size(); ++i) {
       const result<int_group_codec> c = stored_int_codec(scales[i], zeros.empty() ? 0.0f : zeros[i], p);
       if (!c.ok()) {
@@ -110,6 +114,10 @@ class quantized_matrix {
     quantized_matrix& m = r.value;
     for (std::size_t i = 0; i < scales.size(); ++i) m.scales_[i] = scales[i];
     for (std::size_t i = 0; i < zeros.size(); ++i) m.zeros_[i] = zeros[i];
+    if (p.code_storage == int_code_storage::twos_complement) {
+      detail::put_codes(codes.data(), codes.size(), p.bits, m.codes_.get(), 0);  // the low b bits
+      return r;
+    }
     r.status = pack_codes(codes.data(), codes.size(), p.bits, m.codes_.get());
     if (!r.ok()) m = quantized_matrix{};
     return r;
@@ -148,18 +156,24 @@ class quantized_matrix {
   // symmetric ones.
   span<const float> zeros() const noexcept { return {zeros_.get(), zero_count()}; }
 
-  // The code of element (r, c); 0 out of range.
+  // The code of element (r, c), one per byte as quantize_int writes it (under twos_complement the
+  // sign-extended byte); 0 out of range.
   std::uint8_t code(std::size_t r, std::size_t c) const noexcept {
     std::uint8_t u = 0;
-    if (r < rows_ && c < cols_) detail::get_codes(codes_.get(), r * cols_ + c, 1, params_.bits, &u);
+    if (r < rows_ && c < cols_) {
+      detail::get_codes(codes_.get(), r * cols_ + c, 1, params_.bits, &u);
+      to_bytes(&u, 1);
+    }
     return u;
   }
 
-  // Codes first .. first + codes.size() - 1 (row-major), one per byte: a row or a group without
-  // unpacking the rest. first + codes.size() beyond size() -> size_mismatch.
+  // Codes first .. first + codes.size() - 1 (row-major), one per byte as quantize_int writes them:
+  // a row or a group without unpacking the rest. first + codes.size() beyond size() -> size_mismatch.
   [[nodiscard]] status unpack(std::size_t first, span<std::uint8_t> codes) const noexcept {
     if (first > size() || codes.size() > size() - first) return errc::size_mismatch;
-    return unpack_codes(packed_codes(), first, params_.bits, codes);
+    const status s = unpack_codes(packed_codes(), first, params_.bits, codes);
+    if (s) to_bytes(codes.data(), codes.size());
+    return s;
   }
   // All codes (codes.size() must equal size()).
   [[nodiscard]] status unpack(span<std::uint8_t> codes) const noexcept {
@@ -175,6 +189,13 @@ class quantized_matrix {
 
  private:
   std::size_t zero_count() const noexcept { return has_zero_points(params_) ? grouping_.group_count : 0; }
+
+  // Packed fields (the low b bits) to one code per byte: two's complement fields sign-extended.
+  void to_bytes(std::uint8_t* c, std::size_t n) const noexcept {
+    if (params_.code_storage != int_code_storage::twos_complement) return;
+    const unsigned h = 1u << (params_.bits - 1);
+    for (std::size_t i = 0; i < n; ++i) c[i] = detail::stored_code(static_cast<std::uint8_t>(c[i] ^ h), params_.bits);
+  }
 
   // Shape, parameters and storage of an empty-valued matrix; int_groups' errors, out_of_memory.
   status init(std::size_t rows, std::size_t cols, const int_params& p) noexcept {
@@ -197,12 +218,19 @@ class quantized_matrix {
   }
 
   // quantize(bfloat16): batches of whole rows through a float buffer, codes one per byte, then
-  // into the bit stream. Groups never straddle rows except under per_tensor, which takes one
-  // batch of every row.
+  // into the bit stream. Groups along cols never straddle rows; groups along rows take batches of
+  // whole blocks of G rows (per_channel along rows: every row); per_tensor takes one batch of
+  // every row.
   status quantize_rows(const bfloat16* src, const std::uint32_t* rb) noexcept {
     constexpr std::size_t stack_floats = 4096;
-    const bool whole = params_.granularity == granularity::per_tensor;
-    const std::size_t batch_rows = whole ? rows_ : (cols_ <= stack_floats ? stack_floats / cols_ : 1);
+    const bool along_rows = params_.group_axis == int_group_axis::rows;
+    const bool whole = params_.granularity == granularity::per_tensor ||
+                       (along_rows && params_.granularity != granularity::per_group);
+    // rows per block of scales: G along rows (at most every row), else 1
+    const std::size_t unit = along_rows && !whole ? (params_.group_size < rows_ ? params_.group_size : rows_) : 1;
+    const std::size_t unit_elems = unit * cols_;  // <= rows * cols
+    const std::size_t batch_rows =
+        whole ? rows_ : (unit_elems <= stack_floats ? stack_floats / unit_elems * unit : unit);
     const std::size_t batch = batch_rows * cols_;
     float stack_x[stack_floats];
     std::uint8_t stack_codes[stack_floats];
@@ -217,13 +245,15 @@ class quantized_matrix {
       x = heap_x.get();
       codes = heap_codes.get();
     }
-    const std::size_t groups_per_row = whole ? 0 : grouping_.group_count / rows_;
+    // groups per `unit` rows: along cols, the groups of one row; along rows, one per column
+    const std::size_t groups_per_unit = whole ? 0 : along_rows ? cols_ : grouping_.group_count / rows_;
     for (std::size_t r0 = 0; r0 < rows_; r0 += batch_rows) {
       const std::size_t nr = rows_ - r0 < batch_rows ? rows_ - r0 : batch_rows;
       const std::size_t first = r0 * cols_;
+      const std::size_t g0 = r0 / unit * groups_per_unit;
       for (std::size_t i = 0; i < nr * cols_; ++i) x[i] = static_cast<float>(src[first + i]);
-      float* zeros = zeros_ ? zeros_.get() + r0 * groups_per_row : nullptr;
-      const status s = quantize_int(x, nr, cols_, params_, codes, scales_.get() + r0 * groups_per_row, zeros,
+      float* zeros = zeros_ ? zeros_.get() + g0 : nullptr;
+      const status s = quantize_int(x, nr, cols_, params_, codes, scales_.get() + g0, zeros,
                                     rb != nullptr ? rb + first : nullptr);
       if (!s) return s;
       detail::put_codes(codes, nr * cols_, params_.bits, codes_.get(), first);
