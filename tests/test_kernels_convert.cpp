@@ -293,6 +293,12 @@ std::vector<named_policy> all_policies() {
   v.push_back({"preset ml_dtypes(saturate)", lowbit::presets::ml_dtypes(overflow::saturate), false});
   v.push_back({"preset pytorch", lowbit::presets::pytorch(), false});
   v.push_back({"preset pytorch(saturate)", lowbit::presets::pytorch(overflow::saturate), false});
+  v.push_back({"preset onnx", lowbit::presets::onnx(), false});
+  v.push_back({"preset onnx(non_saturate)", lowbit::presets::onnx(overflow::non_saturate), false});
+  v.push_back({"preset onnx(non_saturate, toward_zero)", lowbit::presets::onnx(overflow::non_saturate, rounding::toward_zero),
+               false});
+  v.push_back({"preset onnx(saturate, toward_pos_inf)", lowbit::presets::onnx(overflow::saturate, rounding::toward_pos_inf),
+               false});
   policy signed_max;
   signed_max.nan_to_finite = lowbit::nan_to_finite::signed_max;
   v.push_back({"nan_to_finite::signed_max", signed_max, false});

@@ -651,4 +651,319 @@ TEST(NearestModes, E2M1TiesTowardZero) {
   EXPECT_EQ(tz(5.1f), 0x7u);
 }
 
+// ---------------------------------------------------------------------------------------------
+// ONNX Cast (opset 25), presets::onnx(ov, rm). Every expected code below is read off ONNX's
+// operator description (docs/Operators.md, Cast): the two FP8 tables (saturate=1 / saturate=0,
+// "[x]" = the value rounded to nearest even), the float4 table (docs/technical/float4.md) and the
+// FLOAT8E8M0 table with the round_mode attribute ("up", "down", "nearest": ties up). Where ONNX
+// says only "NaN", the sign is the input's, as onnxruntime's CPU Cast writes it. Each table runs
+// through encode, then through convert on an array (the scalar path and, where the CPU has it, the
+// AVX2 path; E8M0's ONNX policy always takes the scalar loop), and through the container form.
+
+struct onnx_row {
+  const char* what;
+  float x;
+  std::uint16_t sat, nosat;  // saturate=1, saturate=0
+};
+
+// Encodes every row under p, one element at a time and as one array on each path.
+template <class T>
+void check_onnx_column(const std::vector<onnx_row>& rows, std::uint16_t onnx_row::*column, const policy& p,
+                       const char* label) {
+  SCOPED_TRACE(label);
+  for (const onnx_row& r : rows)
+    EXPECT_EQ(hex(code_of<T>(r.x, p)), hex(r.*column)) << "encode, " << r.what << ", input " << describe(r.x);
+  // Eight copies, so that the AVX2 kernel runs whole vectors and a tail.
+  std::vector<float> src;
+  std::vector<unsigned> want;
+  for (int copy = 0; copy < 8; ++copy)
+    for (const onnx_row& r : rows) {
+      src.push_back(r.x);
+      want.push_back(r.*column);
+    }
+  for (const lowbit::isa path : {lowbit::isa::scalar, lowbit::isa::avx2}) {
+    if (!lowbit::is_supported(path)) continue;
+    const lowbit::scoped_isa use(path);
+    const char* path_name = path == lowbit::isa::scalar ? "scalar" : "avx2";
+    std::vector<T> dst(src.size());
+    lowbit::convert(src.data(), dst.data(), src.size(), p);
+    std::vector<T> dst2(src.size());
+    EXPECT_TRUE(lowbit::convert(src, dst2, p).ok());
+    for (std::size_t i = 0; i < src.size(); ++i) {
+      const onnx_row& r = rows[i % rows.size()];
+      EXPECT_EQ(hex(dst[i].bits()), hex(want[i])) << path_name << " convert, " << r.what;
+      EXPECT_EQ(hex(dst2[i].bits()), hex(want[i])) << path_name << " convert (containers), " << r.what;
+    }
+  }
+}
+
+template <class T>
+void check_onnx_table(const std::vector<onnx_row>& rows) {
+  check_onnx_column<T>(rows, &onnx_row::sat, presets::onnx(), "saturate=1");
+  check_onnx_column<T>(rows, &onnx_row::nosat, presets::onnx(overflow::non_saturate), "saturate=0");
+}
+
+TEST(Onnx, E4M3FN) {
+  // max 448 = 0x7E, NaN S.1111.111; the tie 464 rounds to 448, so [x] > 448 starts above it.
+  check_onnx_table<lowbit::float8_e4m3fn>({
+      // what                                   input                         sat   nosat
+      {"+0", 0.0f, 0x00, 0x00},
+      {"-0", -0.0f, 0x80, 0x80},
+      {"+NaN", nan_with_sign(1.0f), 0x7F, 0x7F},
+      {"-NaN", nan_with_sign(-1.0f), 0xFF, 0xFF},
+      {"+Inf: FLT_MAX / NaN", inf, 0x7E, 0x7F},
+      {"-Inf: -FLT_MAX / -NaN", -inf, 0xFE, 0xFF},
+      {"448 (max)", 448.0f, 0x7E, 0x7E},
+      {"464 (tie 448/480: [x] = 448)", 464.0f, 0x7E, 0x7E},
+      {"just above 464 ([x] = 480 > max)", std::nextafter(464.0f, inf), 0x7E, 0x7F},
+      {"-(just above 464)", -std::nextafter(464.0f, inf), 0xFE, 0xFF},
+      {"1e6", 1e6f, 0x7E, 0x7F},
+      {"2^-9 (min subnormal)", 0x1p-9f, 0x01, 0x01},
+      {"2^-10 (tie 0/2^-9, to even)", 0x1p-10f, 0x00, 0x00},
+      {"3*2^-10 (tie, to even 2^-8)", 0x3p-10f, 0x02, 0x02},
+      {"-2^-11 (underflow keeps -0)", -0x1p-11f, 0x80, 0x80},
+  });
+}
+
+TEST(Onnx, E4M3FNUZ) {
+  // max 240 = 0x7F, the one NaN 0x80, no -0; Inf saturates to +-max (the Cast table, which
+  // docs/technical/float8.md contradicts with NaN: the operator's table is the normative one).
+  check_onnx_table<lowbit::float8_e4m3fnuz>({
+      {"+0", 0.0f, 0x00, 0x00},
+      {"-0 (no -0: 0)", -0.0f, 0x00, 0x00},
+      {"+NaN", nan_with_sign(1.0f), 0x80, 0x80},
+      {"-NaN", nan_with_sign(-1.0f), 0x80, 0x80},
+      {"+Inf", inf, 0x7F, 0x80},
+      {"-Inf", -inf, 0xFF, 0x80},
+      {"240 (max)", 240.0f, 0x7F, 0x7F},
+      {"just below 248", std::nextafter(248.0f, 0.0f), 0x7F, 0x7F},
+      {"248 (tie 240/256, to even 256 > max)", 248.0f, 0x7F, 0x80},
+      {"-248", -248.0f, 0xFF, 0x80},
+      {"2^-10 (min subnormal)", 0x1p-10f, 0x01, 0x01},
+      {"2^-11 (tie 0/2^-10, to even)", 0x1p-11f, 0x00, 0x00},
+      {"-2^-12 (underflow: +0)", -0x1p-12f, 0x00, 0x00},
+  });
+}
+
+TEST(Onnx, E5M2) {
+  // max 57344 = 0x7B, Inf 0x7C, NaN S.11111.11 (onnxruntime's pattern, NVIDIA's all_ones).
+  check_onnx_table<lowbit::float8_e5m2>({
+      {"+0", 0.0f, 0x00, 0x00},
+      {"-0", -0.0f, 0x80, 0x80},
+      {"+NaN", nan_with_sign(1.0f), 0x7F, 0x7F},
+      {"-NaN", nan_with_sign(-1.0f), 0xFF, 0xFF},
+      {"+Inf", inf, 0x7B, 0x7C},
+      {"-Inf", -inf, 0xFB, 0xFC},
+      {"57344 (max)", 57344.0f, 0x7B, 0x7B},
+      {"just below 61440", std::nextafter(61440.0f, 0.0f), 0x7B, 0x7B},
+      {"61440 (tie 57344/65536, to even 65536 > max)", 61440.0f, 0x7B, 0x7C},
+      {"-61440", -61440.0f, 0xFB, 0xFC},
+      {"2^-16 (min subnormal)", 0x1p-16f, 0x01, 0x01},
+      {"2^-17 (tie, to even 0)", 0x1p-17f, 0x00, 0x00},
+      {"3*2^-17 (tie, to even 2^-15)", 0x3p-17f, 0x02, 0x02},
+  });
+}
+
+TEST(Onnx, E5M2FNUZ) {
+  // max 57344 = 0x7F (bias 16), the one NaN 0x80, no -0.
+  check_onnx_table<lowbit::float8_e5m2fnuz>({
+      {"+0", 0.0f, 0x00, 0x00},
+      {"-0 (no -0: 0)", -0.0f, 0x00, 0x00},
+      {"+NaN", nan_with_sign(1.0f), 0x80, 0x80},
+      {"-NaN", nan_with_sign(-1.0f), 0x80, 0x80},
+      {"+Inf", inf, 0x7F, 0x80},
+      {"-Inf", -inf, 0xFF, 0x80},
+      {"57344 (max)", 57344.0f, 0x7F, 0x7F},
+      {"just below 61440", std::nextafter(61440.0f, 0.0f), 0x7F, 0x7F},
+      {"61440 (tie, to even 65536 > max)", 61440.0f, 0x7F, 0x80},
+      {"-61440", -61440.0f, 0xFF, 0x80},
+      {"2^-17 (min subnormal)", 0x1p-17f, 0x01, 0x01},
+      {"2^-18 (tie, to even 0)", 0x1p-18f, 0x00, 0x00},
+      {"-2^-19 (underflow: +0)", -0x1p-19f, 0x00, 0x00},
+  });
+}
+
+TEST(Onnx, E2M1) {
+  // ONNX's float4 table, the same for both values of saturate: +-6 beyond the range and for
+  // +-Inf, 6 for NaN (of either sign), round to nearest even inside.
+  check_onnx_table<lowbit::float4_e2m1fn>({
+      {"+0", 0.0f, 0x0, 0x0},
+      {"-0", -0.0f, 0x8, 0x8},
+      {"+NaN: 6", nan_with_sign(1.0f), 0x7, 0x7},
+      {"-NaN: 6", nan_with_sign(-1.0f), 0x7, 0x7},
+      {"+Inf: 6", inf, 0x7, 0x7},
+      {"-Inf: -6", -inf, 0xF, 0xF},
+      {"6 (max)", 6.0f, 0x7, 0x7},
+      {"7 (x > 6)", 7.0f, 0x7, 0x7},
+      {"-7 (x < -6)", -7.0f, 0xF, 0xF},
+      {"0.5 (min subnormal)", 0.5f, 0x1, 0x1},
+      {"0.25 (tie 0/0.5, to even)", 0.25f, 0x0, 0x0},
+      {"0.75 (tie 0.5/1, to even)", 0.75f, 0x2, 0x2},
+      {"5 (tie 4/6, to even)", 5.0f, 0x6, 0x6},
+  });
+}
+
+// float16 and bfloat16 follow ONNX's float-to-float rule ("+/- infinity if OOR"), which the
+// saturate attribute does not touch: presets::onnx(overflow::non_saturate) is their policy.
+// ONNX does not specify a NaN's payload, so NaN is checked apart (sign only).
+template <class T>
+void check_onnx_half(const std::vector<onnx_row>& rows) {
+  check_onnx_column<T>(rows, &onnx_row::nosat, presets::onnx(overflow::non_saturate), "float-to-float");
+  for (const float sign : {1.0f, -1.0f}) {
+    const unsigned c = code_of<T>(nan_with_sign(sign), presets::onnx(overflow::non_saturate));
+    EXPECT_TRUE(std::isnan(static_cast<float>(T::from_bits(static_cast<std::uint16_t>(c))))) << hex(c);
+    EXPECT_EQ((c & 0x8000u) != 0, sign < 0) << hex(c);
+  }
+}
+
+TEST(Onnx, Float16) {
+  check_onnx_half<lowbit::float16>({
+      {"-0", -0.0f, 0, 0x8000},
+      {"+Inf", inf, 0, 0x7C00},
+      {"-Inf", -inf, 0, 0xFC00},
+      {"65504 (max)", 65504.0f, 0, 0x7BFF},
+      {"just below 65520", std::nextafter(65520.0f, 0.0f), 0, 0x7BFF},
+      {"65520 (tie, to even: Inf)", 65520.0f, 0, 0x7C00},
+      {"-1e6", -1e6f, 0, 0xFC00},
+      {"2^-24 (min subnormal)", 0x1p-24f, 0, 0x0001},
+      {"2^-25 (tie, to even 0)", 0x1p-25f, 0, 0x0000},
+  });
+}
+
+TEST(Onnx, Bfloat16) {
+  // max (2 - 2^-7) * 2^127 = 0x7F7F; the tie with the next step (float 0x7F7F8000) goes to even,
+  // which is Inf.
+  const float tie = std::ldexp(1.0f + 255.0f / 256.0f, 127);
+  check_onnx_half<lowbit::bfloat16>({
+      {"-0", -0.0f, 0, 0x8000},
+      {"+Inf", inf, 0, 0x7F80},
+      {"-Inf", -inf, 0, 0xFF80},
+      {"just below the tie above max", std::nextafter(tie, 0.0f), 0, 0x7F7F},
+      {"tie above max: Inf", tie, 0, 0x7F80},
+      {"FLT_MAX", FLT_MAX, 0, 0x7F80},
+      {"1 + 2^-8 (tie, to even)", 1.00390625f, 0, 0x3F80},
+      {"1 + 3 * 2^-8 (tie, to even)", 1.01171875f, 0, 0x3F82},
+  });
+}
+
+// E8M0 (0x00 = 2^-127 = E8M0_MIN, 0xFE = 2^127 = E8M0_MAX, 0xFF = NaN). round_mode "up" is
+// rounding::toward_pos_inf, "down" toward_zero, "nearest" nearest_even (ties up: the linear
+// midpoint 1.5 * 2^e rounds to 2^(e+1)). ONNX's table: saturate=1 gives 0 -> E8M0_MIN, Inf and
+// x > E8M0_MAX -> E8M0_MAX, x < E8M0_MIN -> E8M0_MIN; saturate=0 gives NaN for all of those,
+// whatever round_mode says (before rounding: 2^127 (1 + 2^-23) is NaN even rounded down). -0 and
+// x < 0 are unspecified: lowbit treats -0 as 0 and converts |x| otherwise, as ONNX's Python
+// reference (numpy_helper.to_float8e8m0) does. That reference's "up" tests only the mantissa
+// bits 0x4FFFFF (so it leaves 1.25 = 0x3FA00000 at 1); the operator says "round up", which
+// is what these rows and lowbit do.
+
+struct onnx_e8m0_row {
+  const char* what;
+  float x;
+  std::uint8_t up_s, down_s, near_s, up_n, down_n, near_n;
+};
+
+TEST(Onnx, E8M0EveryRoundModeAndSaturate) {
+  const onnx_e8m0_row rows[] = {
+      // what                           input                  saturate=1: up down near; saturate=0: up down near
+      {"+NaN", nan_with_sign(1.0f), 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF},
+      {"-NaN", nan_with_sign(-1.0f), 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF},
+      {"+Inf", inf, 0xFE, 0xFE, 0xFE, 0xFF, 0xFF, 0xFF},
+      {"0", 0.0f, 0x00, 0x00, 0x00, 0xFF, 0xFF, 0xFF},
+      {"-0 (unspecified: as 0)", -0.0f, 0x00, 0x00, 0x00, 0xFF, 0xFF, 0xFF},
+      {"-4 (unspecified: |x|)", -4.0f, 0x81, 0x81, 0x81, 0x81, 0x81, 0x81},
+      {"1", 1.0f, 0x7F, 0x7F, 0x7F, 0x7F, 0x7F, 0x7F},
+      {"1 + 2^-23", 0x1.000002p0f, 0x80, 0x7F, 0x7F, 0x80, 0x7F, 0x7F},
+      {"1.25", 1.25f, 0x80, 0x7F, 0x7F, 0x80, 0x7F, 0x7F},
+      {"1.5 (tie: up)", 1.5f, 0x80, 0x7F, 0x80, 0x80, 0x7F, 0x80},
+      {"3", 3.0f, 0x81, 0x80, 0x81, 0x81, 0x80, 0x81},
+      {"2^127 (E8M0_MAX)", 0x1p127f, 0xFE, 0xFE, 0xFE, 0xFE, 0xFE, 0xFE},
+      {"2^127 (1 + 2^-23) > E8M0_MAX", 0x1.000002p127f, 0xFE, 0xFE, 0xFE, 0xFF, 0xFF, 0xFF},
+      {"1.5 * 2^127", 0x3p126f, 0xFE, 0xFE, 0xFE, 0xFF, 0xFF, 0xFF},
+      {"FLT_MAX", FLT_MAX, 0xFE, 0xFE, 0xFE, 0xFF, 0xFF, 0xFF},
+      {"2^-127 (E8M0_MIN)", 0x1p-127f, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00},
+      {"1.5 * 2^-127 (tie: up)", 0x3p-128f, 0x01, 0x00, 0x01, 0x01, 0x00, 0x01},
+      {"just below 2^-127", std::nextafter(0x1p-127f, 0.0f), 0x00, 0x00, 0x00, 0xFF, 0xFF, 0xFF},
+      {"2^-149", 0x1p-149f, 0x00, 0x00, 0x00, 0xFF, 0xFF, 0xFF},
+  };
+  struct column {
+    const char* name;
+    std::uint8_t onnx_e8m0_row::*codes;
+    policy p;
+  };
+  const column columns[] = {
+      {"saturate=1, up", &onnx_e8m0_row::up_s, presets::onnx(overflow::saturate, rounding::toward_pos_inf)},
+      {"saturate=1, down", &onnx_e8m0_row::down_s, presets::onnx(overflow::saturate, rounding::toward_zero)},
+      {"saturate=1, nearest", &onnx_e8m0_row::near_s, presets::onnx(overflow::saturate, rounding::nearest_even)},
+      {"saturate=0, up", &onnx_e8m0_row::up_n, presets::onnx(overflow::non_saturate, rounding::toward_pos_inf)},
+      {"saturate=0, down", &onnx_e8m0_row::down_n, presets::onnx(overflow::non_saturate, rounding::toward_zero)},
+      {"saturate=0, nearest", &onnx_e8m0_row::near_n, presets::onnx(overflow::non_saturate, rounding::nearest_even)},
+  };
+  for (const column& c : columns) {
+    std::vector<onnx_row> table;
+    for (const onnx_e8m0_row& r : rows) table.push_back({r.what, r.x, r.*c.codes, 0});
+    check_onnx_column<lowbit::float8_e8m0fnu>(table, &onnx_row::sat, c.p, c.name);
+  }
+}
+
+// The new knob changes nothing for the other presets and for signed formats: ONNX's FP8 table
+// tests the rounded value ([x] > FLT_MAX), so 449 -> 448 under saturate=0.
+TEST(Onnx, RangeCheckBeforeRoundingIsE8M0Only) {
+  EXPECT_EQ(hex(code_of<lowbit::float8_e4m3fn>(449.0f, presets::onnx(overflow::non_saturate))), "0x7E");
+  EXPECT_EQ(hex(code_of<lowbit::float8_e5m2>(60000.0f, presets::onnx(overflow::non_saturate))), "0x7B");
+  policy after = presets::onnx(overflow::non_saturate, rounding::toward_zero);
+  after.unsigned_range = lowbit::unsigned_range::after_rounding;
+  EXPECT_EQ(hex(code_of<lowbit::float8_e8m0fnu>(0x3p126f, after)), "0xFE");  // IEEE 754 7.4: no overflow
+  EXPECT_EQ(hex(code_of<lowbit::float8_e8m0fnu>(0x1p-149f, after)), "0x00");
+  EXPECT_EQ(hex(code_of<lowbit::float8_e8m0fnu>(0.0f, after)), "0x00");
+  static_assert(policy{}.unsigned_range == lowbit::unsigned_range::after_rounding, "default unchanged");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Decoding a NaN code. OCP formats (E4M3FN, E5M2) and float16/bfloat16 have a NaN of each sign:
+// the decoded float is the quiet NaN 0x7FC00000 with the code's sign (the payload is not kept).
+// FNUZ formats have one NaN, 0x80, which has no sign even though its top bit is set: it decodes
+// to +NaN (0x7FC00000). E8M0 has no sign bit: 0xFF decodes to +NaN. Both paths, both ways in.
+
+std::uint32_t float_bits_of(float f) {
+  std::uint32_t b = 0;
+  std::memcpy(&b, &f, sizeof b);
+  return b;
+}
+
+template <class T>
+void check_nan_decode(unsigned code, std::uint32_t want) {
+  const T v = T::from_bits(static_cast<typename T::format::storage>(code));
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%08X", static_cast<unsigned>(want));
+  const std::string want_hex = buf;
+  const auto bits_hex = [](float f) {
+    char b[32];
+    std::snprintf(b, sizeof b, "0x%08X", static_cast<unsigned>(float_bits_of(f)));
+    return std::string(b);
+  };
+  EXPECT_EQ(bits_hex(lowbit::decode(v)), want_hex) << T::format::name << " " << hex(code);
+  for (const lowbit::isa path : {lowbit::isa::scalar, lowbit::isa::avx2}) {
+    if (!lowbit::is_supported(path)) continue;
+    const lowbit::scoped_isa use(path);
+    std::vector<T> src(40, v);
+    std::vector<float> dst(src.size());
+    lowbit::convert(src.data(), dst.data(), src.size());
+    for (const float f : dst) EXPECT_EQ(bits_hex(f), want_hex) << T::format::name << " " << hex(code) << " bulk";
+  }
+}
+
+TEST(Decode, NanSignOfEveryFormat) {
+  check_nan_decode<lowbit::float8_e4m3fn>(0x7F, 0x7FC00000u);
+  check_nan_decode<lowbit::float8_e4m3fn>(0xFF, 0xFFC00000u);
+  for (unsigned c : {0x7Du, 0x7Eu, 0x7Fu}) check_nan_decode<lowbit::float8_e5m2>(c, 0x7FC00000u);
+  for (unsigned c : {0xFDu, 0xFEu, 0xFFu}) check_nan_decode<lowbit::float8_e5m2>(c, 0xFFC00000u);
+  check_nan_decode<lowbit::float8_e4m3fnuz>(0x80, 0x7FC00000u);
+  check_nan_decode<lowbit::float8_e5m2fnuz>(0x80, 0x7FC00000u);
+  check_nan_decode<lowbit::float8_e8m0fnu>(0xFF, 0x7FC00000u);
+  check_nan_decode<lowbit::float16>(0x7E01, 0x7FC00000u);
+  check_nan_decode<lowbit::float16>(0xFC01, 0xFFC00000u);
+  check_nan_decode<lowbit::bfloat16>(0x7FC1, 0x7FC00000u);
+  check_nan_decode<lowbit::bfloat16>(0xFF81, 0xFFC00000u);
+}
+
 }  // namespace

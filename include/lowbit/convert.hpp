@@ -8,7 +8,8 @@
 // AVX2 coverage: float, float16 and bfloat16 into every format; every format of at most 8 bits
 // into float16 and bfloat16 (decoding); every format into float; the packed layouts. Everything
 // else (double sources, minifloat-to-minifloat between byte formats, and E8M0 under
-// unsigned_input::invalid, the ml_dtypes preset) runs the scalar loop.
+// unsigned_input::invalid or unsigned_range::before_rounding, the ml_dtypes and ONNX presets)
+// runs the scalar loop.
 //
 //   float x[n]; lowbit::float8_e4m3fn q[n];
 //   lowbit::convert(x, q, n);                        // round to nearest even, saturate

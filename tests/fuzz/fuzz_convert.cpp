@@ -39,6 +39,7 @@ policy read_policy(input& in) {
   p.inf = static_cast<inf_policy>(in.below(2));
   p.nan_to_finite = static_cast<nan_to_finite>(in.below(3));
   p.unsigned_input = static_cast<unsigned_input>(in.below(2));
+  p.unsigned_range = static_cast<unsigned_range>(in.below(2));
   return p;
 }
 

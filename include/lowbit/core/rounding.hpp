@@ -1,7 +1,7 @@
 // lowbit: rounding modes, overflow modes and the special-value policy of a conversion.
 //
 // The defaults reproduce NVIDIA's conversion instructions (the host code of cuda_fp8.hpp,
-// cuda_fp6.hpp and cuda_fp4.hpp); the presets reproduce ml_dtypes and PyTorch bit for bit.
+// cuda_fp6.hpp and cuda_fp4.hpp); the presets reproduce ml_dtypes, PyTorch and ONNX's Cast.
 // docs/formats.md tabulates what each choice does to NaN, Inf, overflow, ties and -0.
 #ifndef LOWBIT_CORE_ROUNDING_HPP
 #define LOWBIT_CORE_ROUNDING_HPP
@@ -58,6 +58,16 @@ enum class unsigned_input {
   invalid     // NaN, or the smallest value under overflow::saturate: ml_dtypes
 };
 
+// When an input outside the range of an unsigned format (E8M0: [2^-127, 2^127]) is recognised.
+// Only overflow::non_saturate sees a difference; under saturate both give the nearer end.
+//  after_rounding  : the value is rounded first; it overflows (to NaN) only when it rounds above
+//                    2^127, so toward_zero never overflows (IEEE 754 section 7.4), and below
+//                    2^-127 it rounds to 2^-127 or up. NVIDIA, ml_dtypes, PyTorch.
+//  before_rounding : x > 2^127, x < 2^-127 and zero become NaN whatever the rounding mode (on |x|
+//                    under unsigned_input::magnitude). ONNX Cast to FLOAT8E8M0 with saturate=0.
+// Signed formats ignore it: ONNX's FP8 tables test the rounded value, [x] > FLT_MAX.
+enum class unsigned_range { after_rounding, before_rounding };
+
 // A complete description of one float-to-format conversion.
 struct policy {
   overflow ov = overflow::saturate;
@@ -67,12 +77,14 @@ struct policy {
   lowbit::inf_policy inf = lowbit::inf_policy::saturate;
   lowbit::nan_to_finite nan_to_finite = lowbit::nan_to_finite::positive_max;
   lowbit::unsigned_input unsigned_input = lowbit::unsigned_input::magnitude;
+  lowbit::unsigned_range unsigned_range = lowbit::unsigned_range::after_rounding;
 };
 
 // Named presets. Each reproduces one implementation's conversions bit for bit: NVIDIA's
 // cuda_fp8.hpp / cuda_fp4.hpp / cuda_fp6.hpp host code (CUDA 13), ml_dtypes' float8.h and
-// mxfloat.h (jax-ml/ml_dtypes), and PyTorch's c10 Float8_*.h. tests/test_presets.cpp checks each
-// one on the edge values docs/formats.md section 3.2 tabulates.
+// mxfloat.h (jax-ml/ml_dtypes), PyTorch's c10 Float8_*.h, and ONNX's Cast operator (opset 25
+// tables). tests/test_presets.cpp checks each one on the edge values docs/formats.md section 3.2
+// tabulates.
 namespace presets {
 
 // NVIDIA __nv_cvt_*(..., __NV_SATFINITE, ...): lowbit's default.
@@ -110,6 +122,28 @@ LOWBIT_HD constexpr policy pytorch(overflow ov = overflow::non_saturate) noexcep
   p.ov = ov;
   p.nan_sign = nan_sign::preserve;
   p.inf = inf_policy::propagate;
+  return p;
+}
+
+// ONNX Cast (opset 25) with its `saturate` attribute: overflow::saturate for saturate=1 (the
+// default), overflow::non_saturate for saturate=0. That is NVIDIA's rules with the NaN's sign
+// kept (onnxruntime's CPU Cast writes S.1111.111 / S.11111.11 with the input's sign), plus
+// unsigned_range::before_rounding for E8M0. Per target format:
+//  - FP8 E4M3FN, E4M3FNUZ, E5M2, E5M2FNUZ: the Cast tables. rm must stay nearest_even (ONNX
+//    rounds FP8 to nearest even only).
+//  - FP4 E2M1: saturates in both modes, NaN becomes +6 (ONNX's float4 table).
+//  - E8M0: rm is ONNX's round_mode: toward_pos_inf for "up" (ONNX's default), toward_zero for
+//    "down", nearest_even for "nearest" (E8M0's significand is the odd implicit 1, so ties go up,
+//    as ONNX says). Zero and negative inputs are unspecified by ONNX; lowbit converts |x|, as
+//    ONNX's reference implementation does, except that under saturate=0 zero is NaN (the table).
+//  - float16, bfloat16: ONNX's float-to-float rule overflows to +-Inf whatever saturate says, so
+//    pass overflow::non_saturate.
+LOWBIT_HD constexpr policy onnx(overflow ov = overflow::saturate, rounding rm = rounding::nearest_even) noexcept {
+  policy p;
+  p.ov = ov;
+  p.rm = rm;
+  p.nan_sign = nan_sign::preserve;
+  p.unsigned_range = unsigned_range::before_rounding;
   return p;
 }
 

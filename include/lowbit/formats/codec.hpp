@@ -209,6 +209,22 @@ LOWBIT_HD constexpr bool round_up(std::uint64_t sig, int shift, std::uint64_t tr
   return false;
 }
 
+// Whether a finite or zero value lies outside the range of unsigned format F: below its smallest
+// value (zero included; F has no zero) or above max. Exact: no rounding happens here.
+template <class F>
+LOWBIT_HD constexpr bool outside_unsigned_range(const unpacked& u) noexcept {
+  if (u.kind == value_kind::zero) return true;
+  const int top = bit_width_minus_one(u.sig);
+  const int e = u.exp + top;  // value in [2^e, 2^(e+1))
+  if (e < F::min_exponent) return true;
+  const unpacked m = unpack_bits<F>(F::max_bits);
+  const int m_top = bit_width_minus_one(m.sig);
+  const int m_e = m.exp + m_top;
+  if (e != m_e) return e > m_e;
+  // Same binade: compare the significands with their leading bits aligned at bit 63.
+  return (u.sig << (63 - top)) > (m.sig << (63 - m_top));
+}
+
 // Rounds an exactly known value into format F under policy p. This is the reference every other
 // path (bulk loops, SIMD kernels, block quantizers) must match bit for bit.
 template <class F>
@@ -223,6 +239,10 @@ LOWBIT_HD constexpr std::uint32_t encode_bits(const unpacked& u, const policy& p
   }
   if (!F::is_signed && p.unsigned_input == unsigned_input::invalid && (u.negative || u.kind == value_kind::zero))
     return p.ov == overflow::saturate ? 0u : F::nan_bits;
+  // ONNX's E8M0 rule: out of range is NaN before any rounding (saturate clamps below, as usual).
+  if (!F::is_signed && p.unsigned_range == unsigned_range::before_rounding && p.ov == overflow::non_saturate &&
+      outside_unsigned_range<F>(u))
+    return F::nan_bits;
   if (u.kind == value_kind::zero) return F::has_negative_zero ? sign : 0u;
 
   constexpr int M = F::mantissa_bits;

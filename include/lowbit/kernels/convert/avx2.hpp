@@ -25,8 +25,8 @@
 // E5M2 and E4M3FN into float32 go through float16 and F16C's vcvtph2ps instead (fp8_as_half).
 //
 // Policies: all rounding modes, both overflow modes, and every special-value knob except
-// unsigned_input::invalid on unsigned formats (E8M0), which the dispatcher sends to the scalar
-// path (see supports_policy).
+// unsigned_input::invalid and unsigned_range::before_rounding on unsigned formats (E8M0), which
+// the dispatcher sends to the scalar path (see supports_policy).
 #ifndef LOWBIT_KERNELS_CONVERT_AVX2_HPP
 #define LOWBIT_KERNELS_CONVERT_AVX2_HPP
 
@@ -77,10 +77,12 @@ struct can_encode
 template <class F>
 struct can_decode : std::integral_constant<bool, (F::bits <= 8) || is_half_type<minifloat<F>>::value> {};
 
-// The one knob the kernels leave to the scalar path.
+// The knobs the kernels leave to the scalar path: E8M0's invalid inputs (ml_dtypes) and its range
+// check before rounding (ONNX).
 template <class F>
 constexpr bool supports_policy(const policy& p) noexcept {
-  return F::is_signed || p.unsigned_input == unsigned_input::magnitude;
+  return F::is_signed ||
+         (p.unsigned_input == unsigned_input::magnitude && p.unsigned_range == unsigned_range::after_rounding);
 }
 
 namespace detail {
@@ -834,8 +836,8 @@ LOWBIT_AVX2_INLINE bool encode_block_threshold(const __m256i x[4], std::uint8_t*
 // Path 3: any input, the vectorised encode_bits (magnitude_lanes), finished on the packed codes.
 // Kept out of line where it is the fallback of path 1 or 2, so that it does not crowd their
 // registers; it reads its 32 inputs again.
-template <class F, rounding RM, layout L, class From>
-LOWBIT_TARGET_AVX2 LOWBIT_NOINLINE void encode_block_general(const reader<From>& read, const From* src,
+template <class F, rounding RM, layout L, class Reader, class From>
+LOWBIT_TARGET_AVX2 LOWBIT_NOINLINE void encode_block_general(const Reader& read, const From* src,
                                                              const std::uint32_t* random_bits, std::uint8_t* dst,
                                                              const encode_vectors& v) {
   __m256i x[4], r[4], signs[2];
@@ -854,8 +856,8 @@ LOWBIT_TARGET_AVX2 LOWBIT_NOINLINE void encode_block_general(const reader<From>&
   finish_block<F, L, code_form::exact, true, true>(c, signs, x, dst, v);
 }
 
-template <class F, rounding RM, bool General, layout L, class From>
-LOWBIT_AVX2_INLINE void encode_block(const reader<From>& read, const From* src, const std::uint32_t* random_bits,
+template <class F, rounding RM, bool General, layout L, class Reader, class From>
+LOWBIT_AVX2_INLINE void encode_block(const Reader& read, const From* src, const std::uint32_t* random_bits,
                                      std::uint8_t* dst, const encode_vectors& v) {
   __m256i x[4], r[4];
   read(src, x);
@@ -899,8 +901,8 @@ constexpr std::size_t stream_chunk = 32 * 32;
 
 // Elements [0, n) of src into dst. Stream (dst + every chunk 32-byte aligned; see
 // encode_stream_start): whole chunks go out with non-temporal stores, the rest as usual.
-template <class F, rounding RM, bool General, layout L, bool Stream, class From>
-LOWBIT_AVX2_INLINE void encode_range(const reader<From>& read, const encode_vectors& v, const From* src,
+template <class F, rounding RM, bool General, layout L, bool Stream, class Reader, class From>
+LOWBIT_AVX2_INLINE void encode_range(const Reader& read, const encode_vectors& v, const From* src,
                                      std::uint8_t* dst, std::size_t n, const std::uint32_t* random_bits) {
   constexpr std::size_t ahead = LOWBIT_PREFETCH_BYTES / sizeof(From);
   const std::uint32_t* rb = RM == rounding::stochastic ? random_bits : nullptr;
@@ -961,11 +963,14 @@ inline std::size_t encode_stream_start(const std::uint8_t* dst, std::size_t n) n
   return first_aligned_element(dst, n, granule, layout_bytes<L>);
 }
 
-template <class F, rounding RM, bool General, layout L, class From>
-LOWBIT_TARGET_AVX2 void encode_loop(const From* src, std::uint8_t* dst, std::size_t n, const encode_setup& setup,
-                                    const std::uint32_t* random_bits) noexcept {
+// The reader encode_dispatch is given for the plain source reader<From>, which holds vectors and
+// so is made inside the AVX2 functions (encode_loop).
+struct plain_reader {};
+
+template <class F, rounding RM, bool General, layout L, class Reader, class From>
+LOWBIT_TARGET_AVX2 void encode_loop(const Reader& read, const From* src, std::uint8_t* dst, std::size_t n,
+                                    const encode_setup& setup, const std::uint32_t* random_bits) noexcept {
   const encode_vectors v = broadcast(setup);
-  const reader<From> read;
   // Streaming for the simple policies only: the general variant is rare enough not to double.
   if constexpr (!General) {
     const std::size_t m = encode_stream_start<L, From>(dst, n);
@@ -980,10 +985,17 @@ LOWBIT_TARGET_AVX2 void encode_loop(const From* src, std::uint8_t* dst, std::siz
   encode_range<F, RM, General, L, false>(read, v, src, dst, n, random_bits);
 }
 
+template <class F, rounding RM, bool General, layout L, class From>
+LOWBIT_TARGET_AVX2 void encode_loop(plain_reader, const From* src, std::uint8_t* dst, std::size_t n,
+                                    const encode_setup& setup, const std::uint32_t* random_bits) noexcept {
+  const reader<From> read;
+  encode_loop<F, RM, General, L>(read, src, dst, n, setup, random_bits);
+}
+
 // The simple-policy blocks are compiled for the common rounding modes only; the others (and every
 // policy with per-lane limits or a signed NaN) take the general per-lane completion.
-template <class F, rounding RM, layout L, class From>
-void encode_variant(const From* src, std::uint8_t* dst, std::size_t n, const encode_setup& s,
+template <class F, rounding RM, layout L, class Reader, class From>
+void encode_variant(const Reader& read, const From* src, std::uint8_t* dst, std::size_t n, const encode_setup& s,
                     const std::uint32_t* random_bits) noexcept {
   constexpr bool common_mode =
       RM == rounding::nearest_even || RM == rounding::toward_zero || RM == rounding::stochastic;
@@ -997,24 +1009,26 @@ void encode_variant(const From* src, std::uint8_t* dst, std::size_t n, const enc
       } else if constexpr (fast_path<F, RM>::available) {
         t.t_top = normal_range<F, RM>::t_inf;
       }
-      return encode_loop<F, RM, false, L>(src, dst, n, t, random_bits);
+      return encode_loop<F, RM, false, L>(read, src, dst, n, t, random_bits);
     }
   }
-  encode_loop<F, RM, true, L>(src, dst, n, s, random_bits);
+  encode_loop<F, RM, true, L>(read, src, dst, n, s, random_bits);
 }
 
-template <class F, layout L, class From>
-void encode_dispatch(const From* src, std::uint8_t* dst, std::size_t n, const policy& p,
+// read: plain_reader (the source's own reader<From>), or a caller's reader of 32 From elements
+// with the same interface (the scaled readers of kernels/fp8/avx2.hpp).
+template <class F, layout L, class Reader, class From>
+void encode_dispatch(const Reader& read, const From* src, std::uint8_t* dst, std::size_t n, const policy& p,
                      const std::uint32_t* random_bits) noexcept {
   const encode_setup s = make_setup<F>(p);
   switch (p.rm) {
-    case rounding::nearest_even: return encode_variant<F, rounding::nearest_even, L>(src, dst, n, s, random_bits);
-    case rounding::toward_zero: return encode_variant<F, rounding::toward_zero, L>(src, dst, n, s, random_bits);
-    case rounding::toward_pos_inf: return encode_variant<F, rounding::toward_pos_inf, L>(src, dst, n, s, random_bits);
-    case rounding::stochastic: return encode_variant<F, rounding::stochastic, L>(src, dst, n, s, random_bits);
-    case rounding::nearest_away: return encode_variant<F, rounding::nearest_away, L>(src, dst, n, s, random_bits);
+    case rounding::nearest_even: return encode_variant<F, rounding::nearest_even, L>(read, src, dst, n, s, random_bits);
+    case rounding::toward_zero: return encode_variant<F, rounding::toward_zero, L>(read, src, dst, n, s, random_bits);
+    case rounding::toward_pos_inf: return encode_variant<F, rounding::toward_pos_inf, L>(read, src, dst, n, s, random_bits);
+    case rounding::stochastic: return encode_variant<F, rounding::stochastic, L>(read, src, dst, n, s, random_bits);
+    case rounding::nearest_away: return encode_variant<F, rounding::nearest_away, L>(read, src, dst, n, s, random_bits);
     case rounding::nearest_toward_zero:
-      return encode_variant<F, rounding::nearest_toward_zero, L>(src, dst, n, s, random_bits);
+      return encode_variant<F, rounding::nearest_toward_zero, L>(read, src, dst, n, s, random_bits);
   }
 }
 
@@ -1217,7 +1231,20 @@ void encode(const From* src, T* dst, std::size_t n, const policy& p, const std::
       return;
     }
   }
-  detail::encode_dispatch<F, detail::layout_of<F>()>(src, reinterpret_cast<std::uint8_t*>(dst), n, p, random_bits);
+  detail::encode_dispatch<F, detail::layout_of<F>()>(detail::plain_reader{}, src, reinterpret_cast<std::uint8_t*>(dst), n,
+                                                    p, random_bits);
+}
+
+// encode() of the values a caller's reader makes of src: read(src + i, out) puts the float32 bit
+// patterns of elements i .. i + 31 into out[0..3]. The encoder reads whole steps of 32 from src
+// (a zero-padded copy for the tail), so read must give 0 for a zero element: the tail's
+// padding is encoded too.
+template <class Reader, class From, class T>
+void encode_with(const Reader& read, const From* src, T* dst, std::size_t n, const policy& p,
+                 const std::uint32_t* random_bits) noexcept {
+  static_assert(is_byte_minifloat<T>::value, "a byte format");
+  using F = typename T::format;
+  detail::encode_dispatch<F, detail::layout_of<F>()>(read, src, reinterpret_cast<std::uint8_t*>(dst), n, p, random_bits);
 }
 
 template <class T, class From>
@@ -1225,7 +1252,7 @@ void encode_packed(const From* src, std::uint8_t* dst, std::size_t n, const poli
                    const std::uint32_t* random_bits) noexcept {
   static_assert(can_encode<From, T>::value && T::format::bits <= 8, "no AVX2 kernel for this pair");
   using F = typename T::format;
-  detail::encode_dispatch<F, detail::packed_layout_of<F>()>(src, dst, n, p, random_bits);
+  detail::encode_dispatch<F, detail::packed_layout_of<F>()>(detail::plain_reader{}, src, dst, n, p, random_bits);
 }
 
 template <class F>
