@@ -254,6 +254,34 @@ TEST(TwosComplement, IsOffsetBinaryShifted) {
   }
 }
 
+// Dequantizing two's complement: bfloat16 output as for offset binary, and a stored zero-point
+// out of -8..7 is bad_argument with the groups before it written, on both paths.
+TEST(TwosComplement, DequantizeBf16AndBadZeroPoint) {
+  const floats x = random_matrix(4 * 64, 8u);
+  int_params a = presets::awq(4, 32);
+  int_params b = a;
+  b.code_storage = int_code_storage::twos_complement;
+  for (lowbit::isa i : both_paths) {
+    if (!path_available(i)) continue;
+    const lowbit::scoped_isa path(i);
+    const quantized qa = run(x, 4, 64, a), qb = run(x, 4, 64, b);
+    ASSERT_TRUE(qa.st.ok() && qb.st.ok());
+    std::vector<lowbit::bfloat16> ya(x.size()), yb(x.size());
+    ASSERT_TRUE(lowbit::dequantize_int_packed(qa.packed, qa.scales, qa.zeros, 4, 64, a, ya).ok());
+    ASSERT_TRUE(lowbit::dequantize_int_packed(qb.packed, qb.scales, qb.zeros, 4, 64, b, yb).ok());
+    for (std::size_t k = 0; k < x.size(); ++k) ASSERT_EQ(ya[k].bits(), yb[k].bits());
+    floats z = qb.zeros;
+    z[5] = 8.0f;  // 8 - 8 = 0 would be fine offset-binary; stored two's complement tops out at 7
+    floats y(x.size(), -7.0f);
+    EXPECT_EQ(lowbit::dequantize_int_packed(qb.packed, qb.scales, z, 4, 64, b, y).code(), errc::bad_argument);
+    for (std::size_t k = 0; k < 5 * 32; ++k) ASSERT_EQ(y[k], qb.y[k]);
+    for (std::size_t k = 5 * 32; k < 6 * 32; ++k) ASSERT_EQ(y[k], -7.0f);
+    y.assign(x.size(), -7.0f);
+    EXPECT_EQ(lowbit::dequantize_int(qb.codes, qb.scales, z, 4, 64, b, y).code(), errc::bad_argument);
+    for (std::size_t k = 0; k < 5 * 32; ++k) ASSERT_EQ(y[k], qb.y[k]);
+  }
+}
+
 // Groups along rows are groups along cols of the transpose, scales transposed.
 TEST(GroupAxis, RowsIsTheTransposeAlongCols) {
   const std::size_t rows = 37, cols = 5, g = 8;

@@ -924,10 +924,11 @@ inline void scatter_values(bfloat16* y, const float* v, std::size_t m, std::size
 // dequantize_int / dequantize_int_packed for any layout or code storage.
 template <class T>
 inline status dequantize_general(const code_source& src, const float* scales, const float* zeros, const int_params& p,
-                                 const int_layout& L, const kernels::int_kernels& k, T* dst) noexcept {
+                                 const int_layout& L, const kernels::int_kernels& k, T* dst,
+                                 std::size_t first_group = 0) noexcept {
   std::uint8_t u[general_chunk];
   float v[general_chunk];
-  for (std::size_t g = 0; g < L.count; ++g) {
+  for (std::size_t g = first_group; g < L.count; ++g) {
     const result<int_group_codec> c = stored_int_codec(scales[g], has_zero_points(p) ? zeros[g] : 0.0f, p);
     if (!c.ok()) return c.status;
     std::size_t first = 0, length = 0, stride = 0;
@@ -979,6 +980,60 @@ inline status quantize_groups(const float* x, const int_params& p, const int_gro
   return status{};
 }
 
+// Two's complement codes of a regular layout on the fused path: slices of whole groups (at most
+// 4 KiB of codes) are converted to offset binary in a stack buffer, their zero-points to the
+// offset grid (NaN where stored_int_codec would reject one, so that the job stops there), and the
+// fused job dequantizes the slice. False when it does not apply (the caller takes the general path).
+template <class T>
+inline bool dequantize_twos_fused(const std::uint8_t* codes, bool packed, const float* scales, const float* zeros,
+                                  const int_params& p, const int_layout& L, const kernels::int_kernels& k, T* dst,
+                                  status* st) noexcept {
+  constexpr std::size_t cap = 4096;
+  constexpr std::size_t max_groups = 512;
+  const std::size_t len = L.len;
+  if (!kernels::int_fused(k) || !L.regular || !L.twos || (packed && !(p.bits == 8 || (p.bits == 4 && len % 2 == 0))))
+    return false;
+  const std::size_t group_bytes = packed && p.bits == 4 ? len / 2 : len;
+  if (group_bytes > cap) return false;
+  const std::size_t per = cap / group_bytes < max_groups ? cap / group_bytes : max_groups;
+  std::uint8_t cb[cap];
+  float zb[max_groups];
+  kernels::int_dequantize_job job;
+  dequantize_job(p, k, len, scales, zeros, &job);
+  job.packed_nibbles = packed && p.bits == 4;
+  const int h = symmetric_zero_point(p.bits);
+  const std::uint8_t flip = p.bits == 4 ? 0x88u : 0x80u;
+  for (std::size_t a = 0; a < L.count; a += per) {
+    const std::size_t m = L.count - a < per ? L.count - a : per;
+    const std::uint8_t* in = codes + a * group_bytes;
+    for (std::size_t i = 0; i < m * group_bytes; ++i)
+      cb[i] = packed ? static_cast<std::uint8_t>(in[i] ^ flip) : offset_code(in[i], p.bits);
+    job.codes = cb;
+    job.scales = scales + a;
+    if (has_zero_points(p)) {
+      const float lo = static_cast<float>(-h), hi = static_cast<float>(h - 1);
+      for (std::size_t g = 0; g < m; ++g) {
+        const float z = zeros[a + g];
+        zb[g] = z >= lo && z <= hi && std::floor(z) == z ? z + static_cast<float>(h)
+                                                          : std::numeric_limits<float>::quiet_NaN();
+      }
+      job.zeros = zb;
+    }
+    if constexpr (std::is_same<T, float>::value) {
+      job.y = dst + a * len;
+    } else {
+      job.y_bf16 = reinterpret_cast<std::uint16_t*>(dst + a * len);
+    }
+    const std::size_t r = kernels::dequantize_groups(job, 0, m);
+    if (r < m) {  // stored parameters the job refused: the reference reports them
+      *st = dequantize_general(code_source{codes, packed, p.bits, true}, scales, zeros, p, L, k, dst, a + r);
+      return true;
+    }
+  }
+  *st = status{};
+  return true;
+}
+
 template <class T>
 inline status dequantize_packed(const std::uint8_t* packed, const float* scales, const float* zeros, std::size_t rows,
                                 std::size_t cols, const int_params& p, T* dst) noexcept {
@@ -994,6 +1049,8 @@ inline status dequantize_packed(const std::uint8_t* packed, const float* scales,
   const kernels::ieee_scope env;  // same bytes whatever the caller's MXCSR
   const kernels::int_kernels& k = kernels::active_int_kernels();
   const int_layout& L = c.value.layout;
+  status st;
+  if (dequantize_twos_fused(packed, true, scales, zeros, p, L, k, dst, &st)) return st;
   if (!L.regular || L.twos) return dequantize_general(code_source{packed, true, p.bits, L.twos}, scales, zeros, p, L, k, dst);
   const std::size_t len = c.value.g.group_length;
   kernels::int_dequantize_job job;
@@ -1169,6 +1226,8 @@ inline status int_span_sizes(const int_params& p, std::size_t rows, std::size_t 
   const kernels::ieee_scope env;  // same bytes whatever the caller's MXCSR
   const kernels::int_kernels& k = kernels::active_int_kernels();
   const detail::int_layout& L = c.value.layout;
+  status st;
+  if (detail::dequantize_twos_fused(codes, false, scales, zeros, p, L, k, dst, &st)) return st;
   if (!L.regular || L.twos)
     return detail::dequantize_general(detail::code_source{codes, false, p.bits, L.twos}, scales, zeros, p, L, k, dst);
   const std::size_t len = c.value.g.group_length;
