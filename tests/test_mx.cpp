@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
@@ -397,8 +398,107 @@ TEST(MxScale, EvenRule) {
                                              });
 }
 
+// The float32-log2 rule: s = floor(log2f(amax)) - emax, log2 rounded to the nearest float32 as
+// microxcaling's torch.log2 on a float32 tensor (and ggml's log2f) computes it.
+//
+// By hand, MXFP4 amax 0x427FFFFF = 64 (1 - 2^-24): log2 = 6 + log2(1 - 2^-24) = 6 - 2^-24 / ln 2
+// = 6 - 8.6e-8, and floats near 6 are 2^-21 = 4.8e-7 apart, so the nearest float is 6.0: s = 6 - 2
+// = 4 (code 0x83), where the exact floor gives 5 - 2 = 3 (0x82). Just below 2 the float32 log2
+// does not round up: log2(2 (1 - 2^-24)) = 1 - 1.44 * 2^-24, and floats just below 1 are 2^-24
+// apart, so it rounds to 1 - 2^-24, whose floor is 0.
+TEST(MxScale, FloorLog2fRuleHandCases) {
+  float a = 0.0f;
+  const std::uint32_t b = 0x427FFFFFu;
+  std::memcpy(&a, &b, sizeof a);
+  EXPECT_EQ(std::log2(a), 6.0f);  // the platform's log2f agrees with the hand derivation
+  expect_scales<lb::mxfp4_e2m1>(e8m0_rule::floor_log2f, {
+                                                            {a, 0x83},          // 6 - 2, floor: 0x82
+                                                            {64.0f, 0x83},      // exact powers: as floor
+                                                            {63.9f, 0x82},      // far below 64: as floor
+                                                            {below_one, 0x7C},  // -1 - 2, as floor
+                                                            {std::nextafter(2.0f, 0.0f), 0x7D},  // 0 - 2
+                                                            {0x1p-130f, 0x00},  // clamped
+                                                            {big, 0xFD},        // log2f(FLT_MAX) = 128: 126 + 127
+                                                        });
+  EXPECT_EQ(lb::mx_block_scale<lb::mxfp4_e2m1>(a, e8m0_rule::floor), 0x82);
+  EXPECT_EQ(lb::mx_block_scale<lb::mxfp4>(0.0f, e8m0_rule::floor_log2f), 0x00);
+}
+
+// Every format, the 200 floats just below every power of two 2^-148 .. 2^128: the expected
+// exponent is floor(log2(a)) with log2 computed in double and rounded to float
+// ((float)std::log2((double)a): the double result is within 2^-29 float ulps of the exact value,
+// and no such a lies that close to a float32 rounding boundary, so this is the correctly rounded
+// log2f). Bulk calls on both paths write the same scales.
+template <class Fmt>
+void check_floor_log2f_sweep() {
+  int rounded_up = 0;
+  std::vector<float> amaxes;
+  for (int k = -148; k <= 128; ++k) {
+    const float bottom = std::ldexp(1.0f, k - 1);
+    float a = k == 128 ? FLT_MAX : std::nextafter(std::ldexp(1.0f, k), 0.0f);
+    for (int m = 0; m < 200 && a >= bottom; ++m, a = std::nextafter(a, 0.0f)) {
+      const int e = static_cast<int>(std::floor(static_cast<float>(std::log2(static_cast<double>(a)))));
+      const int code = std::min(254, std::max(0, e - Fmt::emax + 127));
+      ASSERT_EQ(lb::mx_block_scale<Fmt>(a, e8m0_rule::floor_log2f), static_cast<unsigned>(code))
+          << Fmt::name << " amax " << a << " (2^" << k << " - " << m + 1 << " ulps)";
+      if (e == k) ++rounded_up;
+      if (amaxes.size() < 4096) amaxes.push_back(a);
+    }
+  }
+  EXPECT_GT(rounded_up, 1000) << Fmt::name;  // the rule differs from floor on many of them
+  // Through the bulk call, one amax per block of 32, on both paths.
+  const lb::mx_options o = with_rule(e8m0_rule::floor_log2f);
+  std::vector<float> x(amaxes.size() * 32, 0.0f);
+  for (std::size_t i = 0; i < amaxes.size(); ++i) {
+    x[32 * i] = amaxes[i] * 0.5f;
+    x[32 * i + 7] = -amaxes[i];
+  }
+  std::vector<std::uint8_t> want;
+  for (const lb::isa path : {lb::isa::scalar, lb::isa::avx2}) {
+    if (!lb::is_supported(path)) continue;
+    const lb::scoped_isa use(path);
+    std::vector<std::uint8_t> e(lb::packed_bytes(x.size(), Fmt::element_bits)), s(amaxes.size());
+    ASSERT_TRUE(lb::mx_quantize<Fmt>(x.data(), x.size(), o, e.data(), s.data()).ok());
+    for (std::size_t i = 0; i < amaxes.size(); ++i)
+      ASSERT_EQ(s[i], lb::mx_block_scale<Fmt>(amaxes[i], e8m0_rule::floor_log2f)) << Fmt::name << " block " << i;
+    if (want.empty()) want = e;
+    EXPECT_EQ(e, want) << Fmt::name << ": the elements differ between paths";
+  }
+}
+
+TEST(MxScale, FloorLog2fRuleBelowEveryPowerOfTwo) {
+  check_floor_log2f_sweep<lb::mxfp4_e2m1>();
+  check_floor_log2f_sweep<lb::mxfp8_e4m3>();
+  check_floor_log2f_sweep<lb::mxfp8_e5m2>();
+  check_floor_log2f_sweep<lb::mxfp6_e2m3>();
+  check_floor_log2f_sweep<lb::mxfp6_e3m2>();
+  check_floor_log2f_sweep<lb::mxint8>();
+}
+
+// The ceil rule is the exact ceiling. The fp32 quotient amax / elem_max followed by cvt.rp (torchao
+// RCEIL) agrees except where the quotient is a float32 subnormal and rounds onto a power of two:
+// one amax per FP element format. MXFP4 amax 0x01400001 = (1.5 + 2^-23) 2^-125: amax / 6 =
+// 2^-127 + 2^-148 / 6, above 2^-127, so the ceiling is 2^-126 (0x01); in float32 the quotient's
+// excess 2^-150.6 is below half the subnormal spacing 2^-149, so it rounds to 2^-127 exactly and
+// cvt.rp keeps it (0x00).
+TEST(MxScale, CeilRuleWhereTheFp32QuotientIsSubnormal) {
+  float a = 0.0f;
+  const std::uint32_t b = 0x01400001u;
+  std::memcpy(&a, &b, sizeof a);
+  EXPECT_EQ(lb::mx_block_scale<lb::mxfp4_e2m1>(a, e8m0_rule::ceil), 0x01u);
+  const float q = a / 6.0f;  // default MXCSR: the subnormal quotient is kept
+  EXPECT_EQ(q, 0x1p-127f);
+  EXPECT_EQ(lb::encode<lb::float8_e8m0fnu>(q, lb::overflow::saturate, rounding::toward_pos_inf).bits(), 0x00u);
+  for (const lb::isa path : {lb::isa::scalar, lb::isa::avx2}) {
+    if (!lb::is_supported(path)) continue;
+    const lb::scoped_isa use(path);
+    const quantized r = run<lb::mxfp4_e2m1>(block({a}), with_rule(e8m0_rule::ceil));
+    EXPECT_EQ(r.scales[0], 0x01u);
+  }
+}
+
 TEST(MxScale, ZeroAndNonFiniteAmax) {
-  for (e8m0_rule r : {e8m0_rule::floor, e8m0_rule::ceil, e8m0_rule::even}) {
+  for (e8m0_rule r : {e8m0_rule::floor, e8m0_rule::ceil, e8m0_rule::even, e8m0_rule::floor_log2f}) {
     EXPECT_EQ(lb::mx_block_scale<lb::mxfp4>(0.0f, r), 0x00);
     EXPECT_EQ(lb::mx_block_scale<lb::mxfp4>(nan_f, r), 0xFF);
     EXPECT_EQ(lb::mx_block_scale<lb::mxfp4>(inf_f, r), 0xFF);

@@ -59,7 +59,11 @@ constexpr mx_options ocp(std::size_t block_size = mx_default_block_size) noexcep
   o.block_size = block_size;
   return o;
 }
-// microsoft/microxcaling, round="nearest": floor, ties away from zero.
+// microsoft/microxcaling, round="nearest": floor, ties away from zero. This is microxcaling's
+// intended rule, the exact floor(log2 amax); its code takes torch.log2 of a float32 amax, which
+// rounds up to the integer for an amax a few ulps below a power of two (0x427FFFFF: exponent 6
+// there, 5 exactly; MXFP4 scale 2^4 against 2^3). To match scales that code wrote, also set
+// o.scale_rule = e8m0_rule::floor_log2f. (Its e > 127 -> NaN is not reproduced: lowbit clamps.)
 constexpr mx_options microxcaling(std::size_t block_size = mx_default_block_size) noexcept {
   mx_options o;
   o.block_size = block_size;
@@ -67,8 +71,9 @@ constexpr mx_options microxcaling(std::size_t block_size = mx_default_block_size
   return o;
 }
 // ggml quantize_row_mxfp4_ref: floor, ties to the smaller magnitude, no -0 (for scales in range:
-// ggml does not clamp an amax below 2^-125, and takes floor(log2f(amax)) in float, which is one
-// too high for an amax just below a large power of two).
+// ggml does not clamp an amax below 2^-125). ggml takes floorf(log2f(amax)) in float, which is one
+// higher for an amax a few ulps below a power of two: set o.scale_rule = e8m0_rule::floor_log2f
+// for that too.
 constexpr mx_options ggml() noexcept {
   mx_options o;
   o.element_rounding = rounding::nearest_toward_zero;
@@ -107,7 +112,7 @@ constexpr bool mx_valid_rounding(rounding r) noexcept {
 // bfloat16) blocked along cols; *n receives rows * cols. ok with *n = 0 means: write nothing.
 template <class Fmt, class Value>
 constexpr status mx_check_shape(std::size_t rows, std::size_t cols, const mx_options& o, std::size_t* n) noexcept {
-  if (!mx_valid_rounding(o.element_rounding) || static_cast<unsigned>(o.scale_rule) > 2u) return errc::bad_argument;
+  if (!mx_valid_rounding(o.element_rounding) || static_cast<unsigned>(o.scale_rule) > 3u) return errc::bad_argument;
   if (!mx_valid_block_size<Fmt>(o.block_size)) return errc::bad_block_size;
   if (cols % o.block_size != 0) return errc::bad_block_size;
   std::size_t bytes = 0;
@@ -139,7 +144,7 @@ inline status mx_quantize_impl(const Src* src, std::size_t rows, std::size_t col
   // change, so MX opens no FP-environment guard (NVFP4, which computes in float32, does).
   bool nan_block = false;
 #if LOWBIT_HAS_AVX2_KERNELS
-  if (use_avx2() && kernels::block::mx_avx2_supports(o)) {
+  if (use_avx2() && kernels::block::mx_avx2_supports_quantize(o)) {
     nan_block = kernels::block::avx2::mx_quantize<Fmt>(src, n, o, elements, scales);
   } else
 #endif

@@ -36,6 +36,11 @@ namespace block {
 // vectors of 8 elements (8, 16, 24, 32, 64, ...). The options are otherwise those the bulk calls
 // accept (no stochastic rounding).
 constexpr bool mx_avx2_supports(const mx_options& o) noexcept { return o.block_size % 8 == 0; }
+// Quantizing also leaves the float32-log2 scale rule (e8m0_rule::floor_log2f, a compatibility
+// rule) to the scalar loop; dequantizing does not read the rule.
+constexpr bool mx_avx2_supports_quantize(const mx_options& o) noexcept {
+  return mx_avx2_supports(o) && o.scale_rule != e8m0_rule::floor_log2f;
+}
 
 namespace detail {
 
@@ -715,7 +720,8 @@ inline bool stream_output(const Dst* dst, std::size_t n) noexcept {
 
 // ------------------------------------------------------------------------------------------------
 // Entry points. n is a multiple of the block size and the options passed the bulk calls' checks
-// and mx_avx2_supports. Quantize returns whether a block held NaN or Inf.
+// and mx_avx2_supports (quantizing: mx_avx2_supports_quantize). Quantize returns whether a block
+// held NaN or Inf.
 
 template <class Fmt, class Src>
 LOWBIT_TARGET_AVX2 inline bool mx_quantize(const Src* src, std::size_t n, const ::lowbit::mx_options& o,

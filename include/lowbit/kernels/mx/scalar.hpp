@@ -34,13 +34,22 @@ namespace lowbit {
 //          such values saturate.
 //  ceil  : s = ceil(log2(amax / elem_max)), the smallest power of two with amax / X <= elem_max,
 //          so nothing saturates. torchao RCEIL and NVIDIA's cvt.rp.satfinite.ue8m0x2.f32 applied
-//          to amax / elem_max (bit-identical: that fp32 quotient never rounds onto or across a
-//          power of two), ModelOpt MXFP4 (ceil(log2(amax / 6))).
+//          to amax / elem_max, ModelOpt MXFP4 (ceil(log2(amax / 6))). Bit-identical to the fp32
+//          quotient plus cvt.rp except for one amax per FP element format, where that quotient is
+//          a float32 subnormal and rounds down onto a power of two: MXFP4 amax 0x01400001 gives
+//          0x01 here (the exact ceiling), 0x00 from the fp32 quotient. Never for MXINT8.
 //  even  : torchao ScaleCalculationMode.EVEN: amax is first rounded to the element's mantissa
 //          width (ties away from zero, carrying into the exponent), then the floor rule applies.
 //          (Ties to even would give the same scales: the only tie that changes the exponent is
 //          against an all-ones mantissa, which is odd.)
-enum class e8m0_rule : std::uint8_t { floor, ceil, even };
+//  floor_log2f : s = floor(log2f(amax)) - emax_elem, where log2f is log2 rounded to the nearest
+//          float32, as microxcaling's code computes it (torch.log2 on a float32 tensor) and ggml's
+//          floorf(log2f(amax)). For an amax a few float ulps below 2^k, k >= 2 or k <= -2, the
+//          float32 log2 rounds up to the integer k and s is one higher than the floor rule's: MXFP4
+//          amax 0x427FFFFF (64 - 2^-18) gets s = 4 here, 3 under floor. For users who must match
+//          scales such code wrote; the correctly rounded log2 is the reference (a libm log2f with
+//          an error near 1 ulp may differ from it on those few amax values).
+enum class e8m0_rule : std::uint8_t { floor, ceil, even, floor_log2f };
 
 // The six concrete formats of OCP MX v1.0 (Table 1), for run-time dispatch.
 enum class mx_format : std::uint8_t { mxfp8_e4m3, mxfp8_e5m2, mxfp6_e2m3, mxfp6_e3m2, mxfp4_e2m1, mxint8 };
@@ -87,6 +96,26 @@ struct mx_amax_rounding_spec : format_spec<9, M, 255, special_values::ieee> {
 // 2^k as a double, exact for -1022 <= k <= 1023.
 LOWBIT_HD LOWBIT_CONSTEXPR_BITCAST double mx_pow2(int k) noexcept {
   return bit_cast<double>(static_cast<std::uint64_t>(k + 1023) << 52);
+}
+
+// Whether log2(a), rounded to the nearest float32, is the integer k, for 2^(k-1) <= a < 2^k: that
+// is, whether log2(a) lies within half a float32 spacing below k. With d that spacing and
+// t = 1 - a / 2^k (exact in double), the test log2(1 - t) > -d/2 reads t < 1 - 2^(-d/2) =
+// -expm1(-x), x = d ln(2) / 2 <= 2^-17: three terms of its series leave an error below 2^-60.
+// t is a whole number of float spacings below 2^k, and every threshold lies at least a tenth of
+// a spacing from a whole number (it is 2^i ln 2 spacings), so the comparison is exact.
+inline bool mx_log2f_rounds_up(double a, int k) noexcept {
+  if (k == 0) return false;  // float32 is dense near 0: log2 of a < 1 never rounds to 0
+  const int mag = k > 0 ? k : -k;
+  int j = 0;
+  while ((mag >> (j + 1)) != 0) ++j;  // 2^j <= |k| < 2^(j+1)
+  // Spacing of float32 on k's side toward -infinity: below k for k > 0 (halved at a power of
+  // two), beyond |k| for k < 0.
+  const int d_exp = k > 0 && mag == (1 << j) ? j - 24 : j - 23;
+  const double x = mx_pow2(d_exp) * 0.6931471805599453 / 2;
+  const double threshold = x - x * x / 2 + x * x * x / 6;
+  const double t = 1.0 - a * mx_pow2(-k);
+  return t < threshold;
 }
 
 // The exact value of a finite float as a double, read from its bits: no float arithmetic, so
@@ -239,6 +268,13 @@ inline std::uint8_t mx_block_scale(float amax, e8m0_rule rule = e8m0_rule::floor
       using wide = minifloat<detail::mx_amax_rounding_spec<Fmt::mantissa_bits>>;
       const wide r = encode<wide>(a * detail::mx_pow2(-Fmt::emax), overflow::saturate, rounding::nearest_away);
       return encode<float8_e8m0fnu>(r, down).bits();
+    }
+    case e8m0_rule::floor_log2f: {
+      if (a == 0.0) break;  // amax = 0 gives 0x00, as every rule
+      const detail::unpacked u = detail::unpack(detail::bit_cast<float>(mag));
+      const int k = u.exp + detail::bit_width_minus_one(u.sig) + 1;  // 2^(k-1) <= a < 2^k
+      if (detail::mx_log2f_rounds_up(a, k)) return encode<float8_e8m0fnu>(detail::mx_pow2(k - Fmt::emax), down).bits();
+      break;
     }
   }
   return encode<float8_e8m0fnu>(a * detail::mx_pow2(-Fmt::emax), down).bits();
