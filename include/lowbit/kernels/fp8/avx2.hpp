@@ -1,0 +1,389 @@
+// lowbit: AVX2 kernels of the scaled FP8 scheme, bit-identical to kernels/fp8/scalar.hpp.
+//
+//  amax_tile        the largest |x| bit pattern per column block: an unsigned maximum of the
+//                   float bits with the sign cleared (NaN above Inf), no float arithmetic.
+//  quantize_tile    x / s (vdivps) or x * r (vmulps), IEEE-exact like the scalar quotient, fed
+//                   to the conversion encoder (kernels/convert/avx2.hpp) through its reader
+//                   interface: the scaled values never go to memory.
+//  dequantize_tile  the conversion decoder's exact widening of the codes, times s (vmulps),
+//                   stored as float32, or rounded to bfloat16 / float16 as encode() rounds.
+//
+// Callers run them inside an IEEE scope (kernels/fp_env.hpp), as for the scalar reference.
+#ifndef LOWBIT_KERNELS_FP8_AVX2_HPP
+#define LOWBIT_KERNELS_FP8_AVX2_HPP
+
+#include "../../core/cpu.hpp"
+
+#if LOWBIT_HAS_AVX2_KERNELS
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "../../core/bits.hpp"
+#include "../../formats/types.hpp"
+#include "../avx2_common.hpp"
+#include "../convert/avx2.hpp"
+#include "scalar.hpp"
+
+namespace lowbit {
+namespace kernels {
+namespace fp8_avx2 {
+
+namespace detail {
+
+// 8 source values -> their float32 bit patterns (exact widening for the 16-bit types).
+LOWBIT_AVX2_INLINE __m256i load8(const float* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+LOWBIT_AVX2_INLINE __m256i load8(const bfloat16* p) {
+  return _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16);
+}
+LOWBIT_AVX2_INLINE __m256i load8(const float16* p) {
+  return _mm256_castps_si256(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+}
+
+// The largest |x| bit pattern of x[0, n).
+template <class From>
+LOWBIT_AVX2_INLINE std::uint32_t amax_bits(const From* x, std::size_t n) {
+  const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF);
+  __m256i m0 = _mm256_setzero_si256(), m1 = m0, m2 = m0, m3 = m0;
+  std::size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    m0 = _mm256_max_epu32(m0, _mm256_and_si256(load8(x + i), abs_mask));
+    m1 = _mm256_max_epu32(m1, _mm256_and_si256(load8(x + i + 8), abs_mask));
+    m2 = _mm256_max_epu32(m2, _mm256_and_si256(load8(x + i + 16), abs_mask));
+    m3 = _mm256_max_epu32(m3, _mm256_and_si256(load8(x + i + 24), abs_mask));
+  }
+  for (; i + 8 <= n; i += 8) m0 = _mm256_max_epu32(m0, _mm256_and_si256(load8(x + i), abs_mask));
+  __m256i m = _mm256_max_epu32(_mm256_max_epu32(m0, m1), _mm256_max_epu32(m2, m3));
+  __m128i h = _mm_max_epu32(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
+  h = _mm_max_epu32(h, _mm_shuffle_epi32(h, 0x4E));
+  h = _mm_max_epu32(h, _mm_shuffle_epi32(h, 0xB1));
+  std::uint32_t r = static_cast<std::uint32_t>(_mm_cvtsi128_si32(h));
+  for (; i < n; ++i) {
+    const std::uint32_t b = fp8_ref::magnitude_bits(x[i]);
+    r = b > r ? b : r;
+  }
+  return r;
+}
+
+// The conversion encoder's readers: 32 source values scaled, as float32 bit patterns.
+//
+// x * r (multiply_reciprocal) is one product. x / s (divide) is computed as the product q = x * r
+// too, with r = RN(1/s), and redone with vdivps for the 32 values when one of them might encode
+// differently from the quotient D = RN(x / s). That is decided on q's bits: with r normal,
+// |x*r - x/s| <= 2^-24 |x/s|, so q and D are at most 3 apart as float bit patterns (one
+// rounding each, and 2^-24 |v| is at most one step at v). Every value where the encoding of T
+// changes (a value of T for the directed modes, a midpoint between two for the nearest ones, the
+// overflow threshold, zero) is, as a float bit pattern, a multiple of 2^(22 - M) (M: T's mantissa
+// bits; values of T have their low 23 - M bits zero, subnormals of T coarser still). So if no
+// lane's bits lie within 4 of such a multiple, q and D encode alike. About 8 / 2^(22-M) of the
+// lanes (2^-16 for E4M3) trigger the division. Stochastic rounding reads every bit of the
+// quotient: it always divides (exact_divider).
+// Whether some lane of q0..q3 lies within 4 of a multiple of 2^K, K = 22 - M: (q + 4) mod 2^K < 8,
+// i.e. bits 3 .. K-1 of q + 4 all zero. Shifted left by 32 - K, those bits are the top 29 - K
+// bits of the lane, all zero exactly when the lane is below 2^(35 - K); one unsigned minimum over
+// the 32 lanes answers for all of them.
+template <int M>
+LOWBIT_AVX2_INLINE bool near_decision(__m256i q0, __m256i q1, __m256i q2, __m256i q3) {
+  constexpr int K = 22 - M;
+  const __m256i four = _mm256_set1_epi32(4);
+  const __m256i a = _mm256_min_epu32(_mm256_slli_epi32(_mm256_add_epi32(q0, four), 32 - K),
+                                     _mm256_slli_epi32(_mm256_add_epi32(q1, four), 32 - K));
+  const __m256i b = _mm256_min_epu32(_mm256_slli_epi32(_mm256_add_epi32(q2, four), 32 - K),
+                                     _mm256_slli_epi32(_mm256_add_epi32(q3, four), 32 - K));
+  const __m256i low = _mm256_cmpeq_epi32(_mm256_srli_epi32(_mm256_min_epu32(a, b), 35 - K), _mm256_setzero_si256());
+  return !_mm256_testz_si256(low, low);
+}
+
+// The scale of the 32 values at p: one for the whole run, or (Indexed) scales[(p - base) >> shift]
+// for runs cut into blocks of 2^shift elements (2^shift a multiple of 32, the run a multiple of
+// 32 long: the encoder's zero-padded tail copy never reaches an indexed reader).
+template <class From, bool Indexed>
+struct scale_source;
+
+template <class From>
+struct scale_source<From, false> {
+  __m256 s, r;
+  LOWBIT_AVX2_INLINE __m256 divisor(const From*) const { return s; }
+  LOWBIT_AVX2_INLINE __m256 reciprocal(const From*) const { return r; }
+};
+
+template <class From>
+struct scale_source<From, true> {
+  const From* base;
+  unsigned shift;
+  const float* s;
+  const float* r;
+  LOWBIT_AVX2_INLINE __m256 divisor(const From* p) const {
+    return _mm256_broadcast_ss(s + (static_cast<std::size_t>(p - base) >> shift));
+  }
+  LOWBIT_AVX2_INLINE __m256 reciprocal(const From* p) const {
+    return _mm256_broadcast_ss(r + (static_cast<std::size_t>(p - base) >> shift));
+  }
+};
+
+enum class scaling : std::uint8_t { reciprocal, divide, exact_divider };
+
+// Written out without loops: GCC -O2 keeps a loop's vector array in memory.
+template <class From, bool Indexed, scaling How, int M>
+struct scaled_reader {
+  scale_source<From, Indexed> scale;
+  LOWBIT_AVX2_INLINE void operator()(const From* p, __m256i out[4]) const {
+    const __m256 x0 = _mm256_castsi256_ps(load8(p)), x1 = _mm256_castsi256_ps(load8(p + 8));
+    const __m256 x2 = _mm256_castsi256_ps(load8(p + 16)), x3 = _mm256_castsi256_ps(load8(p + 24));
+    if constexpr (How == scaling::exact_divider) {
+      divide(x0, x1, x2, x3, scale.divisor(p), out);
+    } else {
+      const __m256 r = scale.reciprocal(p);
+      out[0] = _mm256_castps_si256(_mm256_mul_ps(x0, r));
+      out[1] = _mm256_castps_si256(_mm256_mul_ps(x1, r));
+      out[2] = _mm256_castps_si256(_mm256_mul_ps(x2, r));
+      out[3] = _mm256_castps_si256(_mm256_mul_ps(x3, r));
+      if constexpr (How == scaling::divide) {
+        if (near_decision<M>(out[0], out[1], out[2], out[3])) divide(x0, x1, x2, x3, scale.divisor(p), out);
+      }
+    }
+  }
+  LOWBIT_AVX2_INLINE static void divide(__m256 x0, __m256 x1, __m256 x2, __m256 x3, __m256 s, __m256i out[4]) {
+    out[0] = _mm256_castps_si256(_mm256_div_ps(x0, s));
+    out[1] = _mm256_castps_si256(_mm256_div_ps(x1, s));
+    out[2] = _mm256_castps_si256(_mm256_div_ps(x2, s));
+    out[3] = _mm256_castps_si256(_mm256_div_ps(x3, s));
+  }
+};
+
+// float32 bit patterns -> bfloat16 bits in 32-bit lanes as encode<bfloat16>(x) rounds by default:
+// nearest even, saturating (Inf too), NaN 0x7FFF.
+LOWBIT_AVX2_INLINE __m256i bf16_lanes(__m256i b) {
+  const __m256i a = _mm256_and_si256(b, _mm256_set1_epi32(0x7FFFFFFF));
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(a, 16), _mm256_set1_epi32(1));
+  __m256i r = _mm256_srli_epi32(_mm256_add_epi32(a, _mm256_add_epi32(_mm256_set1_epi32(0x7FFF), lsb)), 16);
+  r = _mm256_min_epu32(r, _mm256_set1_epi32(0x7F7F));
+  r = _mm256_or_si256(r, _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(0x8000)));
+  return _mm256_blendv_epi8(r, _mm256_set1_epi32(0x7FFF), _mm256_cmpgt_epi32(a, _mm256_set1_epi32(0x7F800000)));
+}
+
+// 8 float products -> the destination, rounded as fp8_ref::store_value does. Stream: a
+// non-temporal store (float outputs only; y 32-byte aligned).
+template <bool Stream = false>
+LOWBIT_AVX2_INLINE void store8(float* y, __m256 v) {
+  if constexpr (Stream)
+    _mm256_stream_ps(y, v);
+  else
+    _mm256_storeu_ps(y, v);
+}
+template <bool Stream = false>
+LOWBIT_AVX2_INLINE void store8(bfloat16* y, __m256 v) {
+  static_assert(!Stream, "streaming stores are for float outputs");
+  const __m256i r = bf16_lanes(_mm256_castps_si256(v));
+  const __m256i w = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(y), _mm256_castsi256_si128(w));
+}
+template <bool Stream = false>
+LOWBIT_AVX2_INLINE void store8(float16* y, __m256 v) {
+  static_assert(!Stream, "streaming stores are for float outputs");
+  // Saturate first (|v| above 65504 -> 65504; min keeps a NaN, its second operand), then round
+  // to nearest even, then the canonical NaN 0x7FFF for every NaN.
+  const __m256 sign = _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(0x80000000u))));
+  const __m256 a = _mm256_andnot_ps(sign, v);
+  const __m256 clamped = _mm256_or_ps(_mm256_min_ps(_mm256_set1_ps(65504.0f), a), sign);
+  __m128i h = _mm256_cvtps_ph(clamped, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+  const __m128i nan16 = _mm_packs_epi32(_mm256_castsi256_si128(_mm256_castps_si256(nan)),
+                                        _mm256_extracti128_si256(_mm256_castps_si256(nan), 1));
+  h = _mm_blendv_epi8(h, _mm_set1_epi16(0x7FFF), nan16);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(y), h);
+}
+
+// The values of 32 codes as floats, times a constant the caller folds into the scale: for
+// E4M3FN and E5M2 the conversion decoder's float16 route (exact, v * 2^-8 for E4M3FN, v for
+// E5M2, NaN canonical), for the FNUZ formats its general decoder (v).
+template <class T>
+struct code_values {
+  static constexpr bool e4m3 = std::is_same<typename T::format, formats::e4m3fn>::value;
+  static constexpr bool half = avx2::detail::fp8_as_half<typename T::format>::value;
+  static constexpr float factor = e4m3 ? 256.0f : 1.0f;  // the scale is multiplied by it
+  avx2::detail::reader<T> read;
+  LOWBIT_AVX2_INLINE void operator()(const T* p, __m256 out[4]) const {
+    if constexpr (half) {
+      __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+      if constexpr (!e4m3) codes = avx2::detail::e5m2_canonical_nan(codes);
+      __m256i lo = _mm256_unpacklo_epi8(_mm256_setzero_si256(), codes);  // elements 0-7 | 16-23
+      __m256i hi = _mm256_unpackhi_epi8(_mm256_setzero_si256(), codes);  // elements 8-15 | 24-31
+      if constexpr (e4m3) {
+        lo = avx2::detail::e4m3_as_half(lo);
+        hi = avx2::detail::e4m3_as_half(hi);
+      }
+      out[0] = _mm256_cvtph_ps(_mm256_castsi256_si128(lo));
+      out[1] = _mm256_cvtph_ps(_mm256_castsi256_si128(hi));
+      out[2] = _mm256_cvtph_ps(_mm256_extracti128_si256(lo, 1));
+      out[3] = _mm256_cvtph_ps(_mm256_extracti128_si256(hi, 1));
+    } else {
+      __m256i v[4];
+      read(p, v);
+      out[0] = _mm256_castsi256_ps(v[0]);
+      out[1] = _mm256_castsi256_ps(v[1]);
+      out[2] = _mm256_castsi256_ps(v[2]);
+      out[3] = _mm256_castsi256_ps(v[3]);
+    }
+  }
+};
+
+// y[0, n) = decode(q) * scale: (v * 2^-8) * (scale * 2^8) for E4M3FN is the same real product as
+// v * scale, so the same float, as long as scale * 2^8 is finite (the caller checks).
+template <bool Stream, class T, class Dst>
+LOWBIT_AVX2_INLINE void dequantize_run(const T* q, std::size_t n, __m256 s, Dst* y, const code_values<T>& values) {
+  std::size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    __m256 v[4];
+    values(q + i, v);
+    store8<Stream>(y + i, _mm256_mul_ps(v[0], s));
+    store8<Stream>(y + i + 8, _mm256_mul_ps(v[1], s));
+    store8<Stream>(y + i + 16, _mm256_mul_ps(v[2], s));
+    store8<Stream>(y + i + 24, _mm256_mul_ps(v[3], s));
+  }
+  if (i < n) {
+    T in[32] = {};
+    Dst out[32];
+    std::memcpy(static_cast<void*>(in), q + i, (n - i) * sizeof(T));
+    __m256 v[4];
+    values(in, v);
+    store8(out, _mm256_mul_ps(v[0], s));
+    store8(out + 8, _mm256_mul_ps(v[1], s));
+    store8(out + 16, _mm256_mul_ps(v[2], s));
+    store8(out + 24, _mm256_mul_ps(v[3], s));
+    std::memcpy(static_cast<void*>(y + i), out, (n - i) * sizeof(Dst));
+  }
+}
+
+}  // namespace detail
+
+template <class From>
+LOWBIT_TARGET_AVX2 void amax_tile(const From* x, std::size_t ld, std::size_t rows, std::size_t cols,
+                                  std::size_t block_cols, std::uint32_t* amax) noexcept {
+  if (ld == cols && block_cols >= cols) {  // one block per row, rows contiguous: one run
+    const std::uint32_t b = detail::amax_bits(x, rows * cols);
+    amax[0] = b > amax[0] ? b : amax[0];
+    return;
+  }
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t c = 0, j = 0; c < cols; c += block_cols, ++j) {
+      const std::uint32_t b = detail::amax_bits(x + r * ld + c, cols - c < block_cols ? cols - c : block_cols);
+      amax[j] = b > amax[j] ? b : amax[j];
+    }
+}
+
+namespace detail {
+
+// Encodes one run of n values at x with the reader's scaling.
+template <class T, class Reader, class From>
+LOWBIT_AVX2_INLINE void encode_run(const Reader& read, const From* x, std::size_t n, const policy& p,
+                                   const std::uint32_t* random_bits, T* q) {
+  avx2::encode_with(read, x, q, n, p, random_bits);
+}
+
+// The tile, one run per row (Indexed: the row's blocks picked by the reader) or per block.
+template <scaling How, class T, class From>
+LOWBIT_AVX2_INLINE void quantize_runs(const From* x, std::size_t ld, std::size_t rows, std::size_t cols,
+                                      std::size_t block_cols, const float* scales, const float* reciprocals,
+                                      unsigned shift, const policy& p, const std::uint32_t* random_bits, T* q) {
+  constexpr int M = T::format::mantissa_bits;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const std::size_t at = r * ld;
+    const std::uint32_t* rb = random_bits != nullptr ? random_bits + at : nullptr;
+    if (How != scaling::exact_divider && shift != 0) {
+      const scaled_reader<From, true, How, M> read{{x + at, shift, scales, reciprocals}};
+      encode_run(read, x + at, cols, p, rb, q + at);
+      continue;
+    }
+    for (std::size_t c = 0, j = 0; c < cols; c += block_cols, ++j) {
+      const scaled_reader<From, false, How, M> read{{_mm256_set1_ps(scales[j]), _mm256_set1_ps(reciprocals[j])}};
+      encode_run(read, x + at + c, cols - c < block_cols ? cols - c : block_cols, p,
+                 rb != nullptr ? rb + c : nullptr, q + at + c);
+    }
+  }
+}
+
+}  // namespace detail
+
+// At most max_tile_blocks column blocks per tile (schemes/fp8.hpp hands out chunks of 64).
+constexpr std::size_t max_tile_blocks = 64;
+
+template <class T, class From>
+LOWBIT_TARGET_AVX2 void quantize_tile(const From* x, std::size_t ld, std::size_t rows, std::size_t cols,
+                                      std::size_t block_cols, const float* scales, scale_application a,
+                                      const policy& p, const std::uint32_t* random_bits, T* q) noexcept {
+  if (ld == cols && block_cols >= cols) {  // one block per row, rows contiguous: one run
+    cols *= rows;
+    block_cols = cols;
+    rows = 1;
+  }
+  const std::size_t blocks = (cols - 1) / block_cols + 1;
+  float reciprocals[max_tile_blocks];
+  bool huge = false;         // 1/s subnormal: the product bound fails
+  bool powers_of_two = true;  // x * (1/s) is then x / s exactly (both round the same real number)
+  for (std::size_t j = 0; j < blocks; ++j) {
+    reciprocals[j] = 1.0f / scales[j];
+    huge = huge || scales[j] > 0x1p126f;
+    powers_of_two = powers_of_two && (lowbit::detail::bit_cast<std::uint32_t>(scales[j]) & 0x007FFFFFu) == 0;
+  }
+  // Blocks of 2^shift >= 32 elements in rows of whole steps: one run per row.
+  unsigned shift = 0;
+  if (blocks > 1 && cols % 32 == 0 && block_cols % 32 == 0 && (block_cols & (block_cols - 1)) == 0)
+    while ((std::size_t{1} << shift) < block_cols) ++shift;
+  if (a == scale_application::multiply_reciprocal || (powers_of_two && !huge))
+    detail::quantize_runs<detail::scaling::reciprocal>(x, ld, rows, cols, block_cols, scales, reciprocals, shift, p,
+                                                       random_bits, q);
+  else if (p.rm == rounding::stochastic || huge)
+    detail::quantize_runs<detail::scaling::exact_divider>(x, ld, rows, cols, block_cols, scales, reciprocals, shift, p,
+                                                          random_bits, q);
+  else
+    detail::quantize_runs<detail::scaling::divide>(x, ld, rows, cols, block_cols, scales, reciprocals, shift, p,
+                                                   random_bits, q);
+}
+
+// stream: the call writes enough float output (at least stream_threshold_bytes) that
+// non-temporal stores pay; used for float outputs from their first 32-byte aligned element.
+template <class T, class Dst>
+LOWBIT_TARGET_AVX2 void dequantize_tile(const T* q, std::size_t ld, std::size_t rows, std::size_t cols,
+                                        std::size_t block_cols, const float* scales, Dst* y, bool stream) noexcept {
+  if (ld == cols && block_cols >= cols) {  // one block per row, rows contiguous: one run
+    cols *= rows;
+    block_cols = cols;
+    rows = 1;
+  }
+  const detail::code_values<T> values{};
+  constexpr float factor = detail::code_values<T>::factor;
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t c = 0, j = 0; c < cols; c += block_cols, ++j) {
+      const std::size_t at = r * ld + c;
+      const std::size_t n = cols - c < block_cols ? cols - c : block_cols;
+      if (!(scales[j] * factor <= 0x1p127f)) {  // the folded scale would overflow: decode exactly, then scale
+        fp8_ref::dequantize_tile(q + at, n, 1, n, n, scales + j, y + at);
+        continue;
+      }
+      const __m256 s = _mm256_set1_ps(scales[j] * factor);
+      if constexpr (std::is_same<Dst, float>::value) {
+        if (stream) {
+          std::size_t head = 0;  // elements before the first 32-byte aligned output
+          while (head < n && (reinterpret_cast<std::uintptr_t>(y + at + head) & 31u) != 0) ++head;
+          detail::dequantize_run<false>(q + at, head, s, y + at, values);
+          detail::dequantize_run<true>(q + at + head, n - head, s, y + at + head, values);
+          continue;
+        }
+      }
+      detail::dequantize_run<false>(q + at, n, s, y + at, values);
+    }
+  if (stream) _mm_sfence();
+}
+
+}  // namespace fp8_avx2
+}  // namespace kernels
+}  // namespace lowbit
+
+#endif  // LOWBIT_HAS_AVX2_KERNELS
+
+#endif  // LOWBIT_KERNELS_FP8_AVX2_HPP
