@@ -18,6 +18,7 @@
 #include "convert.hpp"
 #include "metrics.hpp"
 #include "schemes/export.hpp"
+#include "schemes/fp8.hpp"
 #include "schemes/integer.hpp"
 #include "schemes/layouts.hpp"
 #include "schemes/mx.hpp"
