@@ -1,0 +1,147 @@
+// lowbit: the AVX2 + FMA kernels of the linear-algebra calls: a 6 x 16 single-precision
+// microkernel (the contract is in scalar.hpp beside this file) and the row operations of the
+// triangular solves.
+//
+// Why 6 x 16: the accumulators are 6 rows x 2 vectors = 12 of the 16 ymm registers; each step
+// loads two vectors of B and broadcasts six values of A for 12 FMAs, so the two load ports carry
+// 8 loads per 12 FMAs and the two FMA ports stay busy (the shape BLIS uses on Haswell). The
+// accumulator chains are 12 independent FMAs deep, above the FMA latency x throughput (4 x 2 = 8).
+// Each C element is one chain of FMAs in p order: the summation order is fixed by the packing,
+// not by threads.
+#ifndef LOWBIT_KERNELS_LINALG_AVX2_HPP
+#define LOWBIT_KERNELS_LINALG_AVX2_HPP
+
+#include <cstddef>
+
+#include "../../core/cpu.hpp"
+
+#if LOWBIT_HAS_AVX2_KERNELS
+
+#include <immintrin.h>
+
+#include "../avx2_common.hpp"
+
+namespace lowbit {
+namespace kernels {
+namespace linalg {
+namespace avx2_detail {
+
+// Lanes [first, first + 8) of a row of n_valid columns: all-ones where the column exists.
+LOWBIT_AVX2_INLINE __m256i column_mask(std::size_t first, std::size_t n_valid) {
+  const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const int left = static_cast<int>(n_valid > first ? n_valid - first : 0);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(left), lanes);
+}
+
+// One row of the tile: c = alpha * acc + beta * c (c read only when beta != 0).
+LOWBIT_AVX2_INLINE void store_row(float* c, __m256 acc0, __m256 acc1, std::size_t n_valid, __m256 alpha, __m256 beta,
+                                  bool read_c) {
+  __m256 t0 = _mm256_mul_ps(alpha, acc0);
+  __m256 t1 = _mm256_mul_ps(alpha, acc1);
+  if (n_valid == 16) {
+    if (read_c) {
+      t0 = _mm256_fmadd_ps(beta, _mm256_loadu_ps(c), t0);
+      t1 = _mm256_fmadd_ps(beta, _mm256_loadu_ps(c + 8), t1);
+    }
+    _mm256_storeu_ps(c, t0);
+    _mm256_storeu_ps(c + 8, t1);
+    return;
+  }
+  const __m256i m0 = column_mask(0, n_valid);
+  const __m256i m1 = column_mask(8, n_valid);
+  if (read_c) {
+    t0 = _mm256_fmadd_ps(beta, _mm256_maskload_ps(c, m0), t0);
+    t1 = _mm256_fmadd_ps(beta, _mm256_maskload_ps(c + 8, m1), t1);
+  }
+  _mm256_maskstore_ps(c, m0, t0);
+  _mm256_maskstore_ps(c + 8, m1, t1);
+}
+
+}  // namespace avx2_detail
+
+struct avx2_kernel {
+  static constexpr std::size_t mr = 6;
+  static constexpr std::size_t nr = 16;
+  static constexpr std::size_t kc = 256;   // a 16 KiB sliver of B stays in L1 beside A's 6 KiB
+  static constexpr std::size_t mc = 144;   // a 144 KiB block of A stays in L2
+  static constexpr std::size_t nc = 4080;  // a panel of B (4 MiB) stays in L3
+
+  LOWBIT_TARGET_AVX2 LOWBIT_NOINLINE static void micro(std::size_t k, const float* a, const float* b, float* c,
+                                                       std::size_t ldc, std::size_t m_valid, std::size_t n_valid,
+                                                       float alpha, float beta) noexcept {
+    __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
+    __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
+    __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
+    __m256 c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps();
+    __m256 c40 = _mm256_setzero_ps(), c41 = _mm256_setzero_ps();
+    __m256 c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
+    for (std::size_t r = 0; r < m_valid; ++r) _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc), _MM_HINT_T0);
+#define LOWBIT_LINALG_STEP(P)                                         \
+  do {                                                                \
+    const __m256 b0 = _mm256_load_ps(b + (P) * 16);                   \
+    const __m256 b1 = _mm256_load_ps(b + (P) * 16 + 8);               \
+    __m256 av = _mm256_broadcast_ss(a + (P) * 6 + 0);                 \
+    c00 = _mm256_fmadd_ps(av, b0, c00);                               \
+    c01 = _mm256_fmadd_ps(av, b1, c01);                               \
+    av = _mm256_broadcast_ss(a + (P) * 6 + 1);                        \
+    c10 = _mm256_fmadd_ps(av, b0, c10);                               \
+    c11 = _mm256_fmadd_ps(av, b1, c11);                               \
+    av = _mm256_broadcast_ss(a + (P) * 6 + 2);                        \
+    c20 = _mm256_fmadd_ps(av, b0, c20);                               \
+    c21 = _mm256_fmadd_ps(av, b1, c21);                               \
+    av = _mm256_broadcast_ss(a + (P) * 6 + 3);                        \
+    c30 = _mm256_fmadd_ps(av, b0, c30);                               \
+    c31 = _mm256_fmadd_ps(av, b1, c31);                               \
+    av = _mm256_broadcast_ss(a + (P) * 6 + 4);                        \
+    c40 = _mm256_fmadd_ps(av, b0, c40);                               \
+    c41 = _mm256_fmadd_ps(av, b1, c41);                               \
+    av = _mm256_broadcast_ss(a + (P) * 6 + 5);                        \
+    c50 = _mm256_fmadd_ps(av, b0, c50);                               \
+    c51 = _mm256_fmadd_ps(av, b1, c51);                               \
+  } while (0)
+    std::size_t p = 0;
+    for (; p + 4 <= k; p += 4, a += 24, b += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(b + 512), _MM_HINT_T0);
+      LOWBIT_LINALG_STEP(0);
+      LOWBIT_LINALG_STEP(1);
+      LOWBIT_LINALG_STEP(2);
+      LOWBIT_LINALG_STEP(3);
+    }
+    for (; p < k; ++p, a += 6, b += 16) LOWBIT_LINALG_STEP(0);
+#undef LOWBIT_LINALG_STEP
+    const __m256 va = _mm256_set1_ps(alpha);
+    const __m256 vb = _mm256_set1_ps(beta);
+    const bool read_c = beta != 0.0f;
+    using avx2_detail::store_row;
+    store_row(c, c00, c01, n_valid, va, vb, read_c);
+    if (m_valid > 1) store_row(c + ldc, c10, c11, n_valid, va, vb, read_c);
+    if (m_valid > 2) store_row(c + 2 * ldc, c20, c21, n_valid, va, vb, read_c);
+    if (m_valid > 3) store_row(c + 3 * ldc, c30, c31, n_valid, va, vb, read_c);
+    if (m_valid > 4) store_row(c + 4 * ldc, c40, c41, n_valid, va, vb, read_c);
+    if (m_valid > 5) store_row(c + 5 * ldc, c50, c51, n_valid, va, vb, read_c);
+  }
+
+  // y[j] -= f * x[j], j < n (one FMA per element).
+  LOWBIT_TARGET_AVX2 static void axpy_neg(std::size_t n, float f, const float* x, float* y) noexcept {
+    const __m256 vf = _mm256_set1_ps(f);
+    std::size_t j = 0;
+    for (; j + 8 <= n; j += 8)
+      _mm256_storeu_ps(y + j, _mm256_fnmadd_ps(vf, _mm256_loadu_ps(x + j), _mm256_loadu_ps(y + j)));
+    for (; j < n; ++j) y[j] = _mm_cvtss_f32(_mm_fnmadd_ss(_mm_set_ss(f), _mm_set_ss(x[j]), _mm_set_ss(y[j])));
+  }
+  // y[j] /= d, j < n.
+  LOWBIT_TARGET_AVX2 static void divide(std::size_t n, float d, float* y) noexcept {
+    const __m256 vd = _mm256_set1_ps(d);
+    std::size_t j = 0;
+    for (; j + 8 <= n; j += 8) _mm256_storeu_ps(y + j, _mm256_div_ps(_mm256_loadu_ps(y + j), vd));
+    for (; j < n; ++j) y[j] /= d;
+  }
+};
+
+}  // namespace linalg
+}  // namespace kernels
+}  // namespace lowbit
+
+#endif  // LOWBIT_HAS_AVX2_KERNELS
+
+#endif  // LOWBIT_KERNELS_LINALG_AVX2_HPP
