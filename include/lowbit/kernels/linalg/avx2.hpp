@@ -76,6 +76,16 @@ struct avx2_kernel {
     __m256 c40 = _mm256_setzero_ps(), c41 = _mm256_setzero_ps();
     __m256 c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
     for (std::size_t r = 0; r < m_valid; ++r) _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc), _MM_HINT_T0);
+// GCC otherwise hoists the next step's loads above this step's FMAs and spills accumulators to
+// the stack (measured: 69 % of peak instead of 85 %); an empty asm that takes the twelve
+// accumulators in registers at each step boundary keeps them there.
+#if defined(__GNUC__) || defined(__clang__)
+#define LOWBIT_LINALG_PIN()                                                                                   \
+  __asm__("" : "+x"(c00), "+x"(c01), "+x"(c10), "+x"(c11), "+x"(c20), "+x"(c21), "+x"(c30), "+x"(c31), "+x"(c40), \
+          "+x"(c41), "+x"(c50), "+x"(c51))
+#else
+#define LOWBIT_LINALG_PIN() (void)0
+#endif
 #define LOWBIT_LINALG_STEP(P)                                         \
   do {                                                                \
     const __m256 b0 = _mm256_load_ps(b + (P) * 16);                   \
@@ -98,6 +108,7 @@ struct avx2_kernel {
     av = _mm256_broadcast_ss(a + (P) * 6 + 5);                        \
     c50 = _mm256_fmadd_ps(av, b0, c50);                               \
     c51 = _mm256_fmadd_ps(av, b1, c51);                               \
+    LOWBIT_LINALG_PIN();                                              \
   } while (0)
     std::size_t p = 0;
     for (; p + 4 <= k; p += 4, a += 24, b += 64) {
@@ -109,6 +120,7 @@ struct avx2_kernel {
     }
     for (; p < k; ++p, a += 6, b += 16) LOWBIT_LINALG_STEP(0);
 #undef LOWBIT_LINALG_STEP
+#undef LOWBIT_LINALG_PIN
     const __m256 va = _mm256_set1_ps(alpha);
     const __m256 vb = _mm256_set1_ps(beta);
     const bool read_c = beta != 0.0f;
@@ -128,6 +140,23 @@ struct avx2_kernel {
     for (; j + 8 <= n; j += 8)
       _mm256_storeu_ps(y + j, _mm256_fnmadd_ps(vf, _mm256_loadu_ps(x + j), _mm256_loadu_ps(y + j)));
     for (; j < n; ++j) y[j] = _mm_cvtss_f32(_mm_fnmadd_ss(_mm_set_ss(f), _mm_set_ss(x[j]), _mm_set_ss(y[j])));
+  }
+  // sum of x[j] * y[j], j < n: lane k of two accumulators sums j = 16 i + k (in i order), the
+  // lanes are then added in a fixed tree, the tail last, in index order.
+  LOWBIT_TARGET_AVX2 static float dot(std::size_t n, const float* x, const float* y) noexcept {
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+    std::size_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+      s0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + j), _mm256_loadu_ps(y + j), s0);
+      s1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + j + 8), _mm256_loadu_ps(y + j + 8), s1);
+    }
+    const __m256 s = _mm256_add_ps(s0, s1);
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_add_ss(h, _mm_movehdup_ps(h));
+    float r = _mm_cvtss_f32(h);
+    for (; j < n; ++j) r = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(x[j]), _mm_set_ss(y[j]), _mm_set_ss(r)));
+    return r;
   }
   // y[j] /= d, j < n.
   LOWBIT_TARGET_AVX2 static void divide(std::size_t n, float d, float* y) noexcept {

@@ -216,7 +216,7 @@ status gemm(std::size_t m, std::size_t n, std::size_t k, float alpha, cview a, c
 // its upper one; the other triangle is never read), B n x nrhs with b.cs == 1 or b.rs == 1.
 // T's diagonal must be nonzero (checked by the callers). Blocks of trsm_block rows are solved
 // directly, the rest of B is updated by the multiply.
-inline constexpr std::size_t trsm_block = 64;
+inline constexpr std::size_t trsm_block = 128;
 
 template <class K>
 void solve_block(cview t, bool lower, std::size_t n, std::size_t nrhs, mview b) noexcept {
@@ -237,13 +237,14 @@ void solve_block(cview t, bool lower, std::size_t n, std::size_t nrhs, mview b) 
     float* x = &b(0, j);
     for (std::size_t s = 0; s < n; ++s) {
       const std::size_t i = lower ? s : n - 1 - s;
-      float v = x[i];
-      if (lower) {
-        for (std::size_t q = 0; q < i; ++q) v -= t(i, q) * x[q];
+      const std::size_t q0 = lower ? 0 : i + 1, q1 = lower ? i : n;
+      float dot = 0.0f;
+      if (t.cs == 1) {
+        dot = K::dot(q1 - q0, &t(i, q0), x + q0);
       } else {
-        for (std::size_t q = i + 1; q < n; ++q) v -= t(i, q) * x[q];
+        for (std::size_t q = q0; q < q1; ++q) dot += t(i, q) * x[q];
       }
-      x[i] = v / t(i, i);
+      x[i] = (x[i] - dot) / t(i, i);
     }
   }
 }

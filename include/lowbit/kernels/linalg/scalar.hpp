@@ -44,6 +44,12 @@ struct scalar_kernel {
   static void axpy_neg(std::size_t n, float f, const float* x, float* y) noexcept {
     for (std::size_t j = 0; j < n; ++j) y[j] -= f * x[j];
   }
+  // sum of x[j] * y[j], j < n, in index order.
+  static float dot(std::size_t n, const float* x, const float* y) noexcept {
+    float s = 0.0f;
+    for (std::size_t j = 0; j < n; ++j) s += x[j] * y[j];
+    return s;
+  }
   // y[j] /= d, j < n.
   static void divide(std::size_t n, float d, float* y) noexcept {
     for (std::size_t j = 0; j < n; ++j) y[j] /= d;
