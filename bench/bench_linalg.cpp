@@ -2,6 +2,7 @@
 // same ISA, measured in the same binary, so every figure is quoted as a ratio.
 //
 //   linalg/peak_fma/<isa>                  independent FMA chains on registers (the ceiling)
+//   <isa> of the calls: scalar, avx2, avx512 (the avx2 path with the AVX-512 kernel, where the CPU has it)
 //   linalg/gemm/<isa>/<n>[/threads:2]      C = A B, n x n x n (2 n^3 flops)
 //   linalg/syrk/<isa>/<tokens>x<n>         C += X^T X on the upper triangle (tokens n^2 flops)
 //   linalg/cholesky/<isa>/<n>              A = U^T U (n^3 / 3 flops)
@@ -30,6 +31,24 @@ namespace {
 
 using lowbit::isa;
 using lowbit_bench::make_buffer;
+
+// scalar, avx2 (AVX-512 kernel off) or avx512 (the avx2 path with the AVX-512 kernel).
+struct kernel_path {
+  isa path;
+  bool avx512;
+  std::string name;
+};
+class scoped_path {
+ public:
+  explicit scoped_path(const kernel_path& p) : isa_(p.path), previous_(lowbit::set_linalg_avx512(p.avx512)) {}
+  ~scoped_path() { (void)lowbit::set_linalg_avx512(previous_); }
+  scoped_path(const scoped_path&) = delete;
+  scoped_path& operator=(const scoped_path&) = delete;
+
+ private:
+  lowbit::scoped_isa isa_;
+  bool previous_;
+};
 
 void set_flops(benchmark::State& state, double flops_per_pass) {
   state.counters["GFLOPS"] =
@@ -92,7 +111,7 @@ __attribute__((noinline)) float peak_scalar(std::size_t steps) {
   return sum;
 }
 
-void bench_peak(benchmark::State& state, isa which) {
+void bench_peak(benchmark::State& state, isa which) {  // the loops do not depend on the kernel
   double lanes = 1;
   float (*f)(std::size_t) = peak_scalar;
   if (which == isa::avx2) {
@@ -122,13 +141,13 @@ void bench_peak_avx512(benchmark::State& state) {
 
 // ---- the calls ------------------------------------------------------------------------------
 
-void bench_gemm(benchmark::State& state, isa which, std::size_t n, std::size_t threads) {
+void bench_gemm(benchmark::State& state, kernel_path which, std::size_t n, std::size_t threads) {
   auto a = make_buffer<float>(n * n), b = make_buffer<float>(n * n), c = make_buffer<float>(n * n);
   fill_uniform(a.get(), n * n, 1);
   fill_uniform(b.get(), n * n, 2);
   lowbit::std_thread_exec pool(threads);
   const lowbit::linalg_exec exec = threads > 1 ? pool.exec() : lowbit::linalg_exec{};
-  lowbit::scoped_isa path(which);
+  scoped_path path(which);
   for (auto _ : state) {
     const lowbit::status s = lowbit::gemm(a.get(), n, b.get(), n, n, n, n, {}, c.get(), n, exec);
     if (!s) state.SkipWithError(s.message());
@@ -137,10 +156,10 @@ void bench_gemm(benchmark::State& state, isa which, std::size_t n, std::size_t t
   set_flops(state, 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n));
 }
 
-void bench_syrk(benchmark::State& state, isa which, std::size_t tokens, std::size_t n) {
+void bench_syrk(benchmark::State& state, kernel_path which, std::size_t tokens, std::size_t n) {
   auto x = make_buffer<float>(tokens * n), c = make_buffer<float>(n * n);
   fill_uniform(x.get(), tokens * n, 3);
-  lowbit::scoped_isa path(which);
+  scoped_path path(which);
   for (auto _ : state) {
     const lowbit::status s = lowbit::syrk(x.get(), n, tokens, n, {}, c.get(), n);
     if (!s) state.SkipWithError(s.message());
@@ -162,10 +181,10 @@ std::vector<float> make_spd(std::size_t n) {
   return a;
 }
 
-void bench_cholesky(benchmark::State& state, isa which, std::size_t n) {
+void bench_cholesky(benchmark::State& state, kernel_path which, std::size_t n) {
   const std::vector<float> a = make_spd(n);
   std::vector<float> work(n * n);
-  lowbit::scoped_isa path(which);
+  scoped_path path(which);
   for (auto _ : state) {
     state.PauseTiming();
     std::memcpy(work.data(), a.data(), n * n * sizeof(float));
@@ -177,11 +196,11 @@ void bench_cholesky(benchmark::State& state, isa which, std::size_t n) {
   set_flops(state, static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / 3.0);
 }
 
-void bench_cholesky_inverse(benchmark::State& state, isa which, std::size_t n) {
+void bench_cholesky_inverse(benchmark::State& state, kernel_path which, std::size_t n) {
   std::vector<float> u = make_spd(n);
   if (!lowbit::cholesky(n, {}, u.data(), n)) std::abort();
   std::vector<float> inv(n * n);
-  lowbit::scoped_isa path(which);
+  scoped_path path(which);
   for (auto _ : state) {
     const lowbit::status s = lowbit::cholesky_inverse(u.data(), n, n, {}, inv.data(), n);
     if (!s) state.SkipWithError(s.message());
@@ -191,27 +210,33 @@ void bench_cholesky_inverse(benchmark::State& state, isa which, std::size_t n) {
 }
 
 void register_all() {
-  std::vector<isa> paths{isa::scalar};
-  if (lowbit::is_supported(isa::avx2)) paths.push_back(isa::avx2);
-  for (isa p : paths) {
-    const std::string name = lowbit::isa_name(p);
-    benchmark::RegisterBenchmark(("linalg/peak_fma/" + name).c_str(), bench_peak, p)->Unit(benchmark::kMillisecond);
-    if (p == isa::avx2)
-      benchmark::RegisterBenchmark("linalg/peak_fma/avx512", bench_peak_avx512)->Unit(benchmark::kMillisecond);
+  std::vector<kernel_path> paths{{isa::scalar, false, "scalar"}};
+  if (lowbit::is_supported(isa::avx2)) {
+    paths.push_back({isa::avx2, false, "avx2"});
+    if (lowbit::detail::cpu_has_avx512f() && LOWBIT_HAS_AVX512_LINALG) paths.push_back({isa::avx2, true, "avx512"});
+  }
+  benchmark::RegisterBenchmark("linalg/peak_fma/scalar", bench_peak, isa::scalar)->Unit(benchmark::kMillisecond);
+  if (lowbit::is_supported(isa::avx2))
+    benchmark::RegisterBenchmark("linalg/peak_fma/avx2", bench_peak, isa::avx2)->Unit(benchmark::kMillisecond);
+  if (lowbit::detail::cpu_has_avx512f())
+    benchmark::RegisterBenchmark("linalg/peak_fma/avx512", bench_peak_avx512)->Unit(benchmark::kMillisecond);
+  for (const kernel_path& p : paths) {
+    const std::string& name = p.name;
+    const bool scalar = p.path == isa::scalar;
     for (std::size_t n : {std::size_t{512}, std::size_t{1024}, std::size_t{4096}}) {
-      if (p == isa::scalar && n > 1024) continue;  // minutes per pass
+      if (scalar && n > 1024) continue;  // minutes per pass
       auto* b = benchmark::RegisterBenchmark(("linalg/gemm/" + name + "/" + std::to_string(n)).c_str(), bench_gemm, p,
                                              n, std::size_t{1});
       b->Unit(benchmark::kMillisecond);
-      if (n == 4096 || p == isa::scalar) b->Iterations(n == 4096 ? 3 : 2);
-      if (p == isa::avx2 && n >= 1024) {
+      if (n == 4096 || scalar) b->Iterations(n == 4096 ? 3 : 2);
+      if (!scalar && n >= 1024) {
         auto* t = benchmark::RegisterBenchmark(("linalg/gemm/" + name + "/" + std::to_string(n) + "/threads:2").c_str(),
                                                bench_gemm, p, n, std::size_t{2});
         t->Unit(benchmark::kMillisecond)->UseRealTime();
         if (n == 4096) t->Iterations(3);
       }
     }
-    if (p == isa::scalar) continue;
+    if (scalar) continue;
     benchmark::RegisterBenchmark(("linalg/syrk/" + name + "/2048x4096").c_str(), bench_syrk, p, std::size_t{2048},
                                  std::size_t{4096})
         ->Unit(benchmark::kMillisecond)

@@ -1,12 +1,13 @@
 // Tests of linalg/ (docs/linalg.md): every routine against plain float64 loops written here, on
-// both paths (scalar and AVX2 through lowbit::scoped_isa), with odd sizes, every transpose,
+// every kernel (scalar, AVX2 and AVX-512 where the CPU has it, through lowbit::scoped_isa and
+// set_linalg_avx512), with odd sizes, every transpose,
 // leading dimensions wider than the rows, alpha/beta edge values, determinism with 1 and 2
 // threads through linalg_exec, and the argument checks of docs/api.md.
 //
 // Error bounds (u = 2^-24, unit roundoff of float32), from Higham, Accuracy and Stability of
 // Numerical Algorithms (2nd ed.):
 // - gemm / syrk: each C element is a sum of k products accumulated by FMAs in one chain per depth
-//   slice of 256, the slices added to C in order, alpha and beta applied once per slice: at most
+//   slice (kc = 256, 192 or 256 by kernel; the tests count slices of 128, an upper bound), the slices added to C in order, alpha and beta applied once per slice: at most
 //   k + 2 * slices + 2 roundings, so |C - C_exact| <= (k + 2 * slices + 2) u (|alpha| |A||B| +
 //   |beta| |C0|) elementwise, to first order (Higham 3.5). Tested with a factor 1.01 for the
 //   second-order terms.
@@ -44,11 +45,34 @@ using lowbit::triangle;
 
 constexpr double u32 = 1.0 / 16777216.0;  // 2^-24
 
-std::vector<isa> paths() {
-  std::vector<isa> p{isa::scalar};
-  if (lowbit_test::have_avx2()) p.push_back(isa::avx2);
+// The kernels: scalar, AVX2, and AVX-512 where the CPU has it (taken on the avx2 path unless
+// set_linalg_avx512(false)).
+struct kernel_path {
+  isa path;
+  bool avx512;
+  const char* name;
+};
+std::vector<kernel_path> paths() {
+  std::vector<kernel_path> p{{isa::scalar, false, "scalar"}};
+  if (lowbit_test::have_avx2()) {
+    p.push_back({isa::avx2, false, "avx2"});
+    if (lowbit::detail::cpu_has_avx512f() && LOWBIT_HAS_AVX512_LINALG) p.push_back({isa::avx2, true, "avx512"});
+  }
   return p;
 }
+class scoped_path {
+ public:
+  explicit scoped_path(kernel_path p) : isa_(p.path), previous_(lowbit::set_linalg_avx512(p.avx512)) {
+    EXPECT_STREQ(lowbit::linalg_kernel_name(), p.name);
+  }
+  ~scoped_path() { (void)lowbit::set_linalg_avx512(previous_); }
+  scoped_path(const scoped_path&) = delete;
+  scoped_path& operator=(const scoped_path&) = delete;
+
+ private:
+  lowbit::scoped_isa isa_;
+  bool previous_;
+};
 
 std::vector<float> uniform(std::size_t n, unsigned seed, float lo = -1.0f, float hi = 1.0f) {
   std::mt19937 gen(seed);
@@ -109,7 +133,7 @@ product64 multiply64(const std::vector<float>& a, const std::vector<float>& b, g
 // C (m x n, ldc) against alpha A B + beta C0 in float64, elementwise bound of the header.
 void expect_gemm_close(const product64& ab, const std::vector<float>& c0, const std::vector<float>& c, std::size_t ldc,
                        gemm_case g, float alpha, float beta) {
-  const double slices = std::ceil(static_cast<double>(g.k) / 256.0);
+  const double slices = std::ceil(static_cast<double>(g.k) / 128.0);
   const double factor = 1.01 * (static_cast<double>(g.k) + 2.0 * slices + 2.0) * u32;
   std::size_t bad = 0;
   for (std::size_t i = 0; i < g.m; ++i)
@@ -124,9 +148,9 @@ void expect_gemm_close(const product64& ab, const std::vector<float>& c0, const 
   EXPECT_EQ(bad, 0u) << "m " << g.m << " n " << g.n << " k " << g.k;
 }
 
-void run_gemm(gemm_case g, matrix_op oa, matrix_op ob, float alpha, float beta, std::size_t pad, isa path,
+void run_gemm(gemm_case g, matrix_op oa, matrix_op ob, float alpha, float beta, std::size_t pad, kernel_path path,
               unsigned seed) {
-  SCOPED_TRACE(testing::Message() << lowbit::isa_name(path) << " m " << g.m << " n " << g.n << " k " << g.k
+  SCOPED_TRACE(testing::Message() << path.name << " m " << g.m << " n " << g.n << " k " << g.k
                                   << " opA " << int(oa) << " opB " << int(ob) << " alpha " << alpha << " beta "
                                   << beta << " pad " << pad);
   const std::vector<float> a = uniform(g.m * g.k, seed), b = uniform(g.k * g.n, seed + 1);
@@ -140,7 +164,7 @@ void run_gemm(gemm_case g, matrix_op oa, matrix_op ob, float alpha, float beta, 
   o.op_b = ob;
   o.alpha = alpha;
   o.beta = beta;
-  lowbit::scoped_isa s(path);
+  scoped_path s(path);
   ASSERT_EQ(lowbit::gemm(sa.data.data(), sa.ld, sb.data.data(), sb.ld, g.m, g.n, g.k, o, c.data(), ldc), errc::ok);
   expect_gemm_close(multiply64(a, b, g), c0, c, ldc, g, alpha, beta);
   for (std::size_t i = 0; i < g.m; ++i)  // the padding of C is never written
@@ -151,7 +175,7 @@ void run_gemm(gemm_case g, matrix_op oa, matrix_op ob, float alpha, float beta, 
 
 TEST(Gemm, AllTransposesOddSizes) {
   const std::size_t sizes[] = {1, 2, 7, 31, 127, 129, 257};
-  for (isa path : paths())
+  for (kernel_path path : paths())
     for (std::size_t s : sizes)
       for (matrix_op oa : {matrix_op::identity, matrix_op::transpose})
         for (matrix_op ob : {matrix_op::identity, matrix_op::transpose}) {
@@ -162,7 +186,7 @@ TEST(Gemm, AllTransposesOddSizes) {
 
 TEST(Gemm, RectangularAndAlphaBetaEdges) {
   const gemm_case shapes[] = {{1, 300, 5}, {300, 1, 9}, {5, 7, 600}, {200, 33, 1}, {13, 700, 70}, {150, 150, 513}};
-  for (isa path : paths())
+  for (kernel_path path : paths())
     for (gemm_case g : shapes)
       for (float alpha : {1.0f, -1.0f, 0.25f})
         for (float beta : {0.0f, 1.0f, -3.0f}) run_gemm(g, matrix_op::transpose, matrix_op::identity, alpha, beta, 1, path, 5);
@@ -173,7 +197,7 @@ TEST(Gemm, Size1000EveryTranspose) {
   const std::vector<float> a = uniform(g.m * g.k, 3), b = uniform(g.k * g.n, 4);
   std::vector<float> nan_c(g.m * g.n, std::numeric_limits<float>::quiet_NaN());
   std::vector<std::vector<float>> results;
-  for (isa path : paths())
+  for (kernel_path path : paths())
     for (matrix_op oa : {matrix_op::identity, matrix_op::transpose})
       for (matrix_op ob : {matrix_op::identity, matrix_op::transpose}) {
         const stored sa = store(a, g.m, g.k, oa, 0), sb = store(b, g.k, g.n, ob, 0);
@@ -181,7 +205,7 @@ TEST(Gemm, Size1000EveryTranspose) {
         lowbit::gemm_options o;
         o.op_a = oa;
         o.op_b = ob;
-        lowbit::scoped_isa s(path);
+        scoped_path s(path);
         ASSERT_EQ(lowbit::gemm(sa.data.data(), sa.ld, sb.data.data(), sb.ld, g.m, g.n, g.k, o, c.data(), g.n), errc::ok);
         results.push_back(std::move(c));
       }
@@ -191,8 +215,8 @@ TEST(Gemm, Size1000EveryTranspose) {
 }
 
 TEST(Gemm, AlphaZeroAndDepthZeroScaleC) {
-  for (isa path : paths()) {
-    lowbit::scoped_isa s(path);
+  for (kernel_path path : paths()) {
+    scoped_path s(path);
     std::vector<float> c = uniform(12, 1), want = c;
     for (float& x : want) x *= 2.0f;
     lowbit::gemm_options o;
@@ -214,14 +238,14 @@ TEST(Gemm, DeterministicAcrossRunsAndThreads) {
   lowbit::std_thread_exec two(2);
   lowbit::gemm_options o;
   o.op_b = matrix_op::transpose;
-  for (isa path : paths()) {
-    lowbit::scoped_isa s(path);
+  for (kernel_path path : paths()) {
+    scoped_path s(path);
     std::vector<float> c1(m * n), c2(m * n), c3(m * n);
     ASSERT_EQ(lowbit::gemm(a.data(), k, b.data(), k, m, n, k, o, c1.data(), n), errc::ok);
     ASSERT_EQ(lowbit::gemm(a.data(), k, b.data(), k, m, n, k, o, c2.data(), n), errc::ok);
     ASSERT_EQ(lowbit::gemm(a.data(), k, b.data(), k, m, n, k, o, c3.data(), n, two.exec()), errc::ok);
-    EXPECT_TRUE(same_bits(c1, c2)) << lowbit::isa_name(path);
-    EXPECT_TRUE(same_bits(c1, c3)) << lowbit::isa_name(path);
+    EXPECT_TRUE(same_bits(c1, c2)) << path.name;
+    EXPECT_TRUE(same_bits(c1, c3)) << path.name;
   }
 }
 
@@ -271,12 +295,12 @@ TEST(Gemm, ArgumentChecks) {
 
 TEST(Syrk, EveryTriangleAgainstFloat64) {
   const std::size_t sizes[] = {1, 2, 7, 31, 127, 129, 257};
-  for (isa path : paths())
+  for (kernel_path path : paths())
     for (std::size_t n : sizes)
       for (std::size_t tokens : {std::size_t{1}, n + 13, std::size_t{300}})
         for (triangle fill : {triangle::upper, triangle::lower, triangle::both})
           for (float beta : {0.0f, 1.0f}) {
-            SCOPED_TRACE(testing::Message() << lowbit::isa_name(path) << " n " << n << " tokens " << tokens
+            SCOPED_TRACE(testing::Message() << path.name << " n " << n << " tokens " << tokens
                                             << " fill " << int(fill) << " beta " << beta);
             const std::size_t lda = n + 2, ldc = n + 1;
             const std::vector<float> x = uniform(tokens * lda, 11);
@@ -291,9 +315,9 @@ TEST(Syrk, EveryTriangleAgainstFloat64) {
             o.alpha = 0.5f;
             o.beta = beta;
             o.fill = fill;
-            lowbit::scoped_isa s(path);
+            scoped_path s(path);
             ASSERT_EQ(lowbit::syrk(x.data(), lda, tokens, n, o, c.data(), ldc), errc::ok);
-            const double slices = std::ceil(static_cast<double>(tokens) / 256.0);
+            const double slices = std::ceil(static_cast<double>(tokens) / 128.0);
             const double factor = 1.01 * (static_cast<double>(tokens) + 2.0 * slices + 2.0) * u32;
             std::size_t bad = 0;
             for (std::size_t i = 0; i < n; ++i)
@@ -327,8 +351,8 @@ TEST(Syrk, DeterministicWithThreadsAndChecks) {
   const std::size_t tokens = 700, n = 300;
   const std::vector<float> x = uniform(tokens * n, 13);
   lowbit::std_thread_exec two(2);
-  for (isa path : paths()) {
-    lowbit::scoped_isa s(path);
+  for (kernel_path path : paths()) {
+    scoped_path s(path);
     std::vector<float> c1(n * n, 0.0f), c2(n * n, 0.0f);
     ASSERT_EQ(lowbit::syrk(x.data(), n, tokens, n, {}, c1.data(), n), errc::ok);
     ASSERT_EQ(lowbit::syrk(x.data(), n, tokens, n, {}, c2.data(), n, two.exec()), errc::ok);
@@ -373,10 +397,10 @@ double factor_u(const std::vector<float>& a, std::size_t ld, triangle uplo, std:
 
 TEST(Cholesky, BackwardErrorBothTriangles) {
   const std::size_t sizes[] = {1, 2, 7, 31, 127, 129, 257};
-  for (isa path : paths())
+  for (kernel_path path : paths())
     for (std::size_t n : sizes)
       for (triangle uplo : {triangle::upper, triangle::lower}) {
-        SCOPED_TRACE(testing::Message() << lowbit::isa_name(path) << " n " << n << " uplo " << int(uplo));
+        SCOPED_TRACE(testing::Message() << path.name << " n " << n << " uplo " << int(uplo));
         const std::size_t ld = n + 3;
         std::vector<float> a = spd(n, 3, 0.01, 21);
         // the other triangle holds sentinels that must survive
@@ -386,7 +410,7 @@ TEST(Cholesky, BackwardErrorBothTriangles) {
         const std::vector<float> a0 = a;
         lowbit::cholesky_options o;
         o.uplo = uplo;
-        lowbit::scoped_isa s(path);
+        scoped_path s(path);
         ASSERT_EQ(lowbit::cholesky(n, o, a.data(), ld), errc::ok);
         std::size_t bad = 0;
         for (std::size_t i = 0; i < n; ++i)
@@ -412,9 +436,9 @@ TEST(Cholesky, BackwardErrorBothTriangles) {
 }
 
 TEST(Cholesky, NotPositiveDefinite) {
-  for (isa path : paths())
+  for (kernel_path path : paths())
     for (std::size_t n : {std::size_t{1}, std::size_t{7}, std::size_t{257}}) {
-      lowbit::scoped_isa s(path);
+      scoped_path s(path);
       std::vector<float> a = spd(n, 0, 0.5, 31);
       // subtract 2x the largest eigenvalue bound from one diagonal element near the end:
       // a pivot there becomes negative
@@ -458,8 +482,8 @@ TEST(Cholesky, DeterministicWithThreads) {
   const std::size_t n = 600;
   const std::vector<float> a = spd(n, 0, 0.01, 51);
   lowbit::std_thread_exec two(2);
-  for (isa path : paths()) {
-    lowbit::scoped_isa s(path);
+  for (kernel_path path : paths()) {
+    scoped_path s(path);
     std::vector<float> a1 = a, a2 = a, a3 = a;
     ASSERT_EQ(lowbit::cholesky(n, {}, a1.data(), n), errc::ok);
     ASSERT_EQ(lowbit::cholesky(n, {}, a2.data(), n), errc::ok);
@@ -504,12 +528,12 @@ TEST(CholeskyInverse, AgainstFloat64) {
     const std::vector<double> want = inverse64(a, n, ld);
     double scale = 0;
     for (double v : want) scale = std::max(scale, std::fabs(v));
-    for (isa path : paths())
+    for (kernel_path path : paths())
       for (triangle factor : {triangle::upper, triangle::lower})
         for (triangle fill : {triangle::upper, triangle::lower, triangle::both}) {
-          SCOPED_TRACE(testing::Message() << lowbit::isa_name(path) << " n " << n << " factor " << int(factor)
+          SCOPED_TRACE(testing::Message() << path.name << " n " << n << " factor " << int(factor)
                                           << " fill " << int(fill));
-          lowbit::scoped_isa s(path);
+          scoped_path s(path);
           std::vector<float> f = a;
           lowbit::cholesky_options co;
           co.uplo = factor;
@@ -562,7 +586,7 @@ TEST(CholeskyInverse, Checks) {
 
 TEST(TriangularSolve, EverySideTriangleAndTranspose) {
   const std::size_t sizes[] = {1, 2, 7, 31, 127, 129, 257};
-  for (isa path : paths())
+  for (kernel_path path : paths())
     for (std::size_t n : sizes)
       for (lowbit::solve_side side : {lowbit::solve_side::left, lowbit::solve_side::right})
         for (triangle uplo : {triangle::upper, triangle::lower})
@@ -570,7 +594,7 @@ TEST(TriangularSolve, EverySideTriangleAndTranspose) {
             const std::size_t other = n % 3 == 0 ? 5 : n + 9;  // the other dimension of B
             const bool left = side == lowbit::solve_side::left;
             const std::size_t rows = left ? n : other, cols = left ? other : n;
-            SCOPED_TRACE(testing::Message() << lowbit::isa_name(path) << " n " << n << " left " << left << " uplo "
+            SCOPED_TRACE(testing::Message() << path.name << " n " << n << " left " << left << " uplo "
                                             << int(uplo) << " op " << int(op));
             const std::size_t ldt = n + 1, ldb = cols + 2;
             std::vector<float> t = uniform(n * ldt, 71, -0.5f, 0.5f);
@@ -585,7 +609,7 @@ TEST(TriangularSolve, EverySideTriangleAndTranspose) {
             o.side = side;
             o.uplo = uplo;
             o.op = op;
-            lowbit::scoped_isa s(path);
+            scoped_path s(path);
             ASSERT_EQ(lowbit::triangular_solve(t.data(), ldt, rows, cols, o, x.data(), ldb), errc::ok);
             // op(T)(i, j) as a full matrix with zeros outside the triangle
             auto opt = [&](std::size_t i, std::size_t j) -> double {
@@ -643,9 +667,9 @@ TEST(TriangularSolve, ChecksAndDeterminism) {
   for (std::size_t i = 0; i < n; ++i) big[i * n + i] = 2.0f;
   const std::vector<float> rhs = uniform(n * nrhs, 82);
   lowbit::std_thread_exec two(2);
-  for (isa path : paths())
+  for (kernel_path path : paths())
     for (lowbit::solve_side side : {lowbit::solve_side::left, lowbit::solve_side::right}) {
-      lowbit::scoped_isa s(path);
+      scoped_path s(path);
       o.side = side;
       const std::size_t rows = side == lowbit::solve_side::left ? n : nrhs;
       const std::size_t cols = side == lowbit::solve_side::left ? nrhs : n;
@@ -659,8 +683,8 @@ TEST(TriangularSolve, ChecksAndDeterminism) {
 TEST(Linalg, CallerFloatingPointEnvironmentDoesNotMatter) {
   const std::size_t n = 70;
   const std::vector<float> a = spd(n, 0, 0.01, 91);
-  for (isa path : paths()) {
-    lowbit::scoped_isa s(path);
+  for (kernel_path path : paths()) {
+    scoped_path s(path);
     std::vector<float> ref = a;
     ASSERT_EQ(lowbit::cholesky(n, {}, ref.data(), n), errc::ok);
     for (const lowbit_test::mxcsr_state& st : lowbit_test::mxcsr_states) {

@@ -167,6 +167,21 @@ class scoped_isa {
 };
 
 namespace detail {
+// Whether this CPU runs AVX-512F code (CPUID and the OS saving the ZMM state), queried once. Not
+// an isa of its own yet: linalg/ takes its AVX-512 kernels on the avx2 path when this is true
+// (docs/linalg.md); the isa enumeration and the tests that pin avx2 as the best path are unchanged.
+inline bool cpu_has_avx512f() noexcept {
+#if LOWBIT_HAS_AVX2_KERNELS && !LOWBIT_AVX2_ASSUMED
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") != 0;
+  }();
+  return has;
+#else
+  return false;
+#endif
+}
+
 // True when a bulk call should take the AVX2 kernels: they are compiled in and selected.
 inline bool use_avx2() noexcept {
 #if LOWBIT_HAS_AVX2_KERNELS

@@ -15,6 +15,7 @@
 #ifndef LOWBIT_LINALG_GEMM_HPP
 #define LOWBIT_LINALG_GEMM_HPP
 
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 
@@ -23,6 +24,7 @@
 #include "../core/status.hpp"
 #include "../kernels/fp_env.hpp"
 #include "../kernels/linalg/avx2.hpp"
+#include "../kernels/linalg/avx512.hpp"
 #include "../kernels/linalg/driver.hpp"
 #include "../kernels/linalg/scalar.hpp"
 #include "exec.hpp"
@@ -44,12 +46,34 @@ struct syrk_options {
 };
 
 namespace detail {
+inline std::atomic<bool> linalg_avx512_enabled{true};
+}  // namespace detail
+
+// On the avx2 path, the linear-algebra calls use an AVX-512F microkernel when the CPU has
+// AVX-512F (docs/linalg.md) unless this is set to false (process-wide, like set_isa; for tests
+// and benchmarks that compare the kernels). Returns the previous setting.
+inline bool set_linalg_avx512(bool enabled) noexcept { return detail::linalg_avx512_enabled.exchange(enabled); }
+
+// The kernel the linear-algebra calls take now: "scalar", "avx2" or "avx512".
+inline const char* linalg_kernel_name() noexcept {
+  if (!detail::use_avx2()) return "scalar";
+  return LOWBIT_HAS_AVX512_LINALG && detail::cpu_has_avx512f() && detail::linalg_avx512_enabled.load() ? "avx512"
+                                                                                                       : "avx2";
+}
+
+namespace detail {
 
 // Runs f with the kernel of the active path.
 template <class F>
 status linalg_dispatch(F&& f) {
 #if LOWBIT_HAS_AVX2_KERNELS
-  if (use_avx2()) return f(kernels::linalg::avx2_kernel{});
+  if (use_avx2()) {
+#if LOWBIT_HAS_AVX512_LINALG
+    if (cpu_has_avx512f() && linalg_avx512_enabled.load(std::memory_order_relaxed))
+      return f(kernels::linalg::avx512_kernel{});
+#endif
+    return f(kernels::linalg::avx2_kernel{});
+  }
 #endif
   return f(kernels::linalg::scalar_kernel{});
 }
