@@ -407,14 +407,17 @@ TEST(Fp8Reference, SixteenBitSources) {
 }
 
 // Dequantization into 16-bit types rounds the float product as encode() does: nearest even,
-// saturating, the all-ones NaN.
-TEST(Fp8Reference, SixteenBitDestinations) {
-  const std::size_t rows = 3, cols = 256;
-  std::vector<lb::float8_e5m2> q(rows * cols);
-  for (std::size_t i = 0; i < q.size(); ++i) q[i] = lb::float8_e5m2::from_bits(static_cast<std::uint8_t>(i));
-  // Row 0: s = 1; row 1: s = 3 (57344 * 3 overflows float16: saturates); row 2: s = 2^-20
-  // (products far into float16's subnormals).
-  const std::vector<float> s = {1.0f, 3.0f, std::ldexp(1.0f, -20)};
+// saturating, the all-ones NaN. Every code of the format, under scales that keep the products in
+// range (the fast path), push them past float16's range, or deep into its subnormals.
+template <class T>
+void check_sixteen_bit_destinations() {
+  // 1 + 2^-8 and 1 + 2^-11 put products of short codes exactly halfway between two bfloat16 or
+  // float16 values: the ties of the rounding.
+  const std::vector<float> s = {1.0f, 3.0f, std::ldexp(1.0f, -20), 0.013f, 1.0f + std::ldexp(1.0f, -8),
+                                1.0f + std::ldexp(1.0f, -11)};
+  const std::size_t rows = s.size(), cols = 256;
+  std::vector<T> q(rows * cols);
+  for (std::size_t i = 0; i < q.size(); ++i) q[i] = T::from_bits(static_cast<std::uint8_t>(i * 7 + i / cols));
   const fp8_options o = lb::fp8_presets::per_channel();
   for (lb::isa path : paths()) {
     const lb::scoped_isa use(path);
@@ -427,10 +430,24 @@ TEST(Fp8Reference, SixteenBitDestinations) {
       ASSERT_EQ(yb[i].bits(), lb::encode<lb::bfloat16>(v).bits()) << i << " " << lb::isa_name(path);
       ASSERT_EQ(yh[i].bits(), lb::encode<lb::float16>(v).bits()) << i << " " << lb::isa_name(path);
     }
-    EXPECT_EQ(yh[cols + 0x7B].bits(), 0x7BFF);  // 57344 * 3: float16 max
-    EXPECT_EQ(yh[0x7F].bits(), 0x7FFF);         // a NaN code
-    EXPECT_EQ(yh[0x7C].bits(), 0x7BFF);         // Inf saturates, as encode's default policy does
   }
+}
+
+TEST(Fp8Reference, SixteenBitDestinations) {
+  check_sixteen_bit_destinations<lb::float8_e4m3fn>();
+  check_sixteen_bit_destinations<lb::float8_e5m2>();
+  check_sixteen_bit_destinations<lb::float8_e4m3fnuz>();
+  check_sixteen_bit_destinations<lb::float8_e5m2fnuz>();
+  // Spot values: E5M2 57344 * 3 is beyond float16: its max 0x7BFF; Inf saturates too, as
+  // encode's default policy does; a NaN code gives 0x7FFF.
+  const lb::float8_e5m2 q[3] = {lb::float8_e5m2::from_bits(0x7B), lb::float8_e5m2::from_bits(0x7C),
+                                lb::float8_e5m2::from_bits(0x7F)};
+  const float s = 3.0f;
+  lb::float16 y[3];
+  ASSERT_TRUE(lb::fp8_dequantize(q, &s, 1, 3, lb::fp8_presets::per_tensor(), y).ok());
+  EXPECT_EQ(y[0].bits(), 0x7BFF);
+  EXPECT_EQ(y[1].bits(), 0x7BFF);
+  EXPECT_EQ(y[2].bits(), 0x7FFF);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@
 #include "formats/limits.hpp"
 #include "formats/io.hpp"
 #include "convert.hpp"
+#include "linalg.hpp"
 #include "metrics.hpp"
 #include "schemes/export.hpp"
 #include "schemes/fp8.hpp"

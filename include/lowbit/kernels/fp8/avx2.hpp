@@ -21,9 +21,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 #include "../../core/bits.hpp"
+#include "../../formats/limits.hpp"
 #include "../../formats/types.hpp"
 #include "../avx2_common.hpp"
 #include "../convert/avx2.hpp"
@@ -198,6 +200,35 @@ LOWBIT_AVX2_INLINE void store8(float16* y, __m256 v) {
   _mm_storeu_si128(reinterpret_cast<__m128i*>(y), h);
 }
 
+// The same for products known finite and below the destination's overflow threshold (no NaN or
+// Inf code in the step, a scale too small to reach it): the rounding alone.
+LOWBIT_AVX2_INLINE void store8_finite(bfloat16* y, __m256 v) {
+  const __m256i b = _mm256_castps_si256(v);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
+  const __m256i r = _mm256_srli_epi32(_mm256_add_epi32(b, _mm256_add_epi32(_mm256_set1_epi32(0x7FFF), lsb)), 16);
+  const __m256i w = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(y), _mm256_castsi256_si128(w));
+}
+LOWBIT_AVX2_INLINE void store8_finite(float16* y, __m256 v) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(y), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+
+// Whether one of 32 codes is NaN or Inf.
+template <class T>
+LOWBIT_AVX2_INLINE bool special_codes(const T* p) {
+  const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  using F = typename T::format;
+  __m256i special;
+  if constexpr (F::specials == special_values::fnuz) {
+    special = _mm256_cmpeq_epi8(c, _mm256_set1_epi8(static_cast<char>(0x80)));
+  } else {
+    const __m256i mag = _mm256_and_si256(c, _mm256_set1_epi8(0x7F));
+    // E4M3FN: NaN 0x7F only; E5M2: Inf 0x7C and NaN 0x7D..0x7F.
+    special = _mm256_cmpgt_epi8(mag, _mm256_set1_epi8(static_cast<char>(F::max_bits)));
+  }
+  return !_mm256_testz_si256(special, special);
+}
+
 // The values of 32 codes as floats, times a constant the caller folds into the scale: for
 // E4M3FN and E5M2 the conversion decoder's float16 route (exact, v * 2^-8 for E4M3FN, v for
 // E5M2, NaN canonical), for the FNUZ formats its general decoder (v).
@@ -234,12 +265,24 @@ struct code_values {
 
 // y[0, n) = decode(q) * scale: (v * 2^-8) * (scale * 2^8) for E4M3FN is the same real product as
 // v * scale, so the same float, as long as scale * 2^8 is finite (the caller checks).
+// finite: for 16-bit outputs, the scale keeps every finite product below the output's overflow
+// threshold, so steps without NaN or Inf codes need the rounding alone.
 template <bool Stream, class T, class Dst>
-LOWBIT_AVX2_INLINE void dequantize_run(const T* q, std::size_t n, __m256 s, Dst* y, const code_values<T>& values) {
+LOWBIT_AVX2_INLINE void dequantize_run(const T* q, std::size_t n, __m256 s, Dst* y, const code_values<T>& values,
+                                       bool finite = false) {
   std::size_t i = 0;
   for (; i + 32 <= n; i += 32) {
     __m256 v[4];
     values(q + i, v);
+    if constexpr (!std::is_same<Dst, float>::value) {
+      if (finite && !special_codes(q + i)) {
+        store8_finite(y + i, _mm256_mul_ps(v[0], s));
+        store8_finite(y + i + 8, _mm256_mul_ps(v[1], s));
+        store8_finite(y + i + 16, _mm256_mul_ps(v[2], s));
+        store8_finite(y + i + 24, _mm256_mul_ps(v[3], s));
+        continue;
+      }
+    }
     store8<Stream>(y + i, _mm256_mul_ps(v[0], s));
     store8<Stream>(y + i + 8, _mm256_mul_ps(v[1], s));
     store8<Stream>(y + i + 16, _mm256_mul_ps(v[2], s));
@@ -375,7 +418,11 @@ LOWBIT_TARGET_AVX2 void dequantize_tile(const T* q, std::size_t ld, std::size_t 
           continue;
         }
       }
-      detail::dequantize_run<false>(q + at, n, s, y + at, values);
+      // 16-bit outputs: the largest finite product max(T) * scale stays below 2^15 (float16:
+      // 65504 rounds to 65504) or 2^127 (bfloat16), so only NaN and Inf codes need the full path.
+      const float largest = static_cast<float>(std::numeric_limits<T>::max()) * scales[j];
+      const bool finite = std::is_same<Dst, float16>::value ? largest < 0x1p15f : largest < 0x1p127f;
+      detail::dequantize_run<false>(q + at, n, s, y + at, values, finite);
     }
   if (stream) _mm_sfence();
 }
