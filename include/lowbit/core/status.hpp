@@ -22,6 +22,7 @@ enum class errc : std::uint8_t {
   overlapping_buffers,  // an output overlaps an input or another output (docs/api.md, aliasing)
   misaligned,           // a pointer not aligned to its element type (a float* at an odd address)
   out_of_memory,        // an owning container could not allocate its storage
+  not_positive_definite,  // a matrix that must be symmetric positive definite is not (Cholesky)
 };
 
 // A short English description of an error code (static storage, never null).
@@ -39,6 +40,7 @@ LOWBIT_HD constexpr const char* message(errc c) noexcept {
     case errc::overlapping_buffers: return "an output overlaps an input or another output";
     case errc::misaligned: return "pointer not aligned to its element type";
     case errc::out_of_memory: return "out of memory";
+    case errc::not_positive_definite: return "matrix is not positive definite";
   }
   return "unknown error";
 }

@@ -7,7 +7,7 @@
 //
 // Blocked: the O(n^3) work runs through the multiply of linalg/gemm.hpp, so the run-time ISA
 // choice, determinism and linalg_exec are the multiply's. A matrix that is not positive definite
-// is reported as errc::bad_argument by cholesky (docs/linalg.md says why not a dedicated code).
+// is reported as errc::not_positive_definite by cholesky.
 //
 //   std::vector<float> h = ...;  // n x n, symmetric positive definite
 //   lowbit::status s = lowbit::cholesky(n, {}, h.data(), n);  // upper triangle now holds U
@@ -72,7 +72,7 @@ inline status check_diagonal(const float* t, std::size_t ldt, std::size_t n) noe
 // is never read or written.
 // Errors, in order: bad_argument (uplo not upper or lower; lda < n or a span that overflows);
 // n = 0: ok; bad_argument (null), misaligned; non_finite_input (a NaN or Inf in the triangle,
-// nothing written); bad_argument when A is not positive definite (a pivot <= 0 or not finite:
+// nothing written); not_positive_definite (a pivot <= 0 or not finite:
 // the triangle then holds partial results and must be restored by the caller before a retry;
 // the other triangle is untouched); out_of_memory (also possibly after partial work).
 inline status cholesky(std::size_t n, const cholesky_options& o, float* a, std::size_t lda,
@@ -89,10 +89,12 @@ inline status cholesky(std::size_t n, const cholesky_options& o, float* a, std::
   const kernels::ieee_scope fp;
   // L in row-major storage is U = L^T seen through the transposed view.
   const kernels::linalg::mview v = upper ? kernels::linalg::mview{a, lda, 1} : kernels::linalg::mview{a, 1, lda};
-  return detail::linalg_dispatch([&](auto kernel) {
+  const status s = detail::linalg_dispatch([&](auto kernel) {
     using K = decltype(kernel);
     return kernels::linalg::cholesky_upper<K>(v, n, exec);
   });
+  // The driver reports a failed pivot as bad_argument (every argument check is done above).
+  return s.code() == errc::bad_argument ? status{errc::not_positive_definite} : s;
 }
 
 // Solves op(T) X = B (side left, T rows x rows) or X op(T) = B (side right, T cols x cols) in
