@@ -69,6 +69,18 @@ LOWBIT_AVX2_INLINE V no_fma(V product) {
   return product;
 }
 
+// float32 bit patterns -> bfloat16 codes in 32-bit lanes, as encode<bfloat16>(x) rounds with the
+// default policy: nearest even, saturating (Inf too), NaN 0x7FFF. (The MX and scaled-FP8
+// dequantizers' 16-bit outputs.)
+LOWBIT_AVX2_INLINE __m256i bf16_lanes_of_f32(__m256i b) {
+  const __m256i a = _mm256_and_si256(b, _mm256_set1_epi32(0x7FFFFFFF));
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(a, 16), _mm256_set1_epi32(1));
+  __m256i r = _mm256_srli_epi32(_mm256_add_epi32(a, _mm256_add_epi32(_mm256_set1_epi32(0x7FFF), lsb)), 16);
+  r = _mm256_min_epu32(r, _mm256_set1_epi32(0x7F7F));
+  r = _mm256_or_si256(r, _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(0x8000)));
+  return _mm256_blendv_epi8(r, _mm256_set1_epi32(0x7FFF), _mm256_cmpgt_epi32(a, _mm256_set1_epi32(0x7F800000)));
+}
+
 // 32 codes held one per 32-bit lane in c[0..3] (element k in lane k % 8 of c[k / 8]) -> 32 bytes
 // in element order. Values must lie in 0..255.
 LOWBIT_AVX2_INLINE __m256i pack_dwords_to_bytes(const __m256i c[4]) {

@@ -157,17 +157,6 @@ struct scaled_reader {
   }
 };
 
-// float32 bit patterns -> bfloat16 bits in 32-bit lanes as encode<bfloat16>(x) rounds by default:
-// nearest even, saturating (Inf too), NaN 0x7FFF.
-LOWBIT_AVX2_INLINE __m256i bf16_lanes(__m256i b) {
-  const __m256i a = _mm256_and_si256(b, _mm256_set1_epi32(0x7FFFFFFF));
-  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(a, 16), _mm256_set1_epi32(1));
-  __m256i r = _mm256_srli_epi32(_mm256_add_epi32(a, _mm256_add_epi32(_mm256_set1_epi32(0x7FFF), lsb)), 16);
-  r = _mm256_min_epu32(r, _mm256_set1_epi32(0x7F7F));
-  r = _mm256_or_si256(r, _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(0x8000)));
-  return _mm256_blendv_epi8(r, _mm256_set1_epi32(0x7FFF), _mm256_cmpgt_epi32(a, _mm256_set1_epi32(0x7F800000)));
-}
-
 // 8 float products -> the destination, rounded as fp8_ref::store_value does. Stream: a
 // non-temporal store (float outputs only; y 32-byte aligned).
 template <bool Stream = false>
@@ -180,7 +169,7 @@ LOWBIT_AVX2_INLINE void store8(float* y, __m256 v) {
 template <bool Stream = false>
 LOWBIT_AVX2_INLINE void store8(bfloat16* y, __m256 v) {
   static_assert(!Stream, "streaming stores are for float outputs");
-  const __m256i r = bf16_lanes(_mm256_castps_si256(v));
+  const __m256i r = avx2::bf16_lanes_of_f32(_mm256_castps_si256(v));
   const __m256i w = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
   _mm_storeu_si128(reinterpret_cast<__m128i*>(y), _mm256_castsi256_si128(w));
 }

@@ -373,17 +373,6 @@ LOWBIT_AVX2_INLINE void store_halves_bf16(bfloat16* dst, __m256i hb, __m256i lb)
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 16), _mm256_permute2x128_si256(w0, w1, 0x31));
 }
 
-// float32 bit patterns -> bfloat16 codes in 32-bit lanes, as encode<bfloat16>(x) with the
-// default policy: nearest even, saturate (Inf too), NaN 0x7FFF.
-LOWBIT_AVX2_INLINE __m256i f32_to_bf16_lanes(__m256i b) {
-  const __m256i a = _mm256_and_si256(b, set1(0x7FFFFFFF));
-  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(a, 16), set1(1));
-  __m256i r = _mm256_srli_epi32(_mm256_add_epi32(a, _mm256_add_epi32(set1(0x7FFF), lsb)), 16);
-  r = _mm256_min_epu32(r, set1(0x7F7F));
-  r = _mm256_or_si256(r, _mm256_and_si256(_mm256_srli_epi32(b, 16), set1(0x8000)));
-  return _mm256_blendv_epi8(r, set1(0x7FFF), _mm256_cmpgt_epi32(a, set1(0x7F800000)));
-}
-
 template <bool Stream = false>
 LOWBIT_AVX2_INLINE void store8(float* dst, __m256 v) {
   store_f32<Stream>(dst, _mm256_castps_si256(v));
@@ -391,7 +380,7 @@ LOWBIT_AVX2_INLINE void store8(float* dst, __m256 v) {
 template <bool Stream = false>
 LOWBIT_AVX2_INLINE void store8(bfloat16* dst, __m256 v) {
   static_assert(!Stream, "streaming stores are used for float outputs only");
-  const __m256i r = f32_to_bf16_lanes(_mm256_castps_si256(v));
+  const __m256i r = ::lowbit::kernels::avx2::bf16_lanes_of_f32(_mm256_castps_si256(v));
   const __m256i w = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
   _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm256_castsi256_si128(w));
 }
