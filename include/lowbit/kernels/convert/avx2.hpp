@@ -967,13 +967,27 @@ inline std::size_t encode_stream_start(const std::uint8_t* dst, std::size_t n) n
 // so is made inside the AVX2 functions (encode_loop).
 struct plain_reader {};
 
+// Whether a caller's reader asks for streaming stores whatever the size of this one call (a
+// member `bool stream`: a caller that encodes one large tensor in many calls, a row at a time).
+template <class Reader>
+constexpr auto stream_requested(const Reader& r, int) noexcept -> decltype(static_cast<bool>(r.stream)) {
+  return r.stream;
+}
+template <class Reader>
+constexpr bool stream_requested(const Reader&, long) noexcept {
+  return false;
+}
+
 template <class F, rounding RM, bool General, layout L, class Reader, class From>
 LOWBIT_TARGET_AVX2 void encode_loop(const Reader& read, const From* src, std::uint8_t* dst, std::size_t n,
                                     const encode_setup& setup, const std::uint32_t* random_bits) noexcept {
   const encode_vectors v = broadcast(setup);
   // Streaming for the simple policies only: the general variant is rare enough not to double.
   if constexpr (!General) {
-    const std::size_t m = encode_stream_start<L, From>(dst, n);
+    const std::size_t m = stream_requested(read, 0)
+                              ? first_aligned_element(dst, n, L == layout::nibbles ? 2 : L == layout::sextets ? 4 : 1,
+                                                      layout_bytes<L>)
+                              : encode_stream_start<L, From>(dst, n);
     if (m < n) {
       encode_range<F, RM, General, L, false>(read, v, src, dst, m, random_bits);
       encode_range<F, RM, General, L, true>(read, v, src + m, dst + layout_bytes<L>(m), n - m,

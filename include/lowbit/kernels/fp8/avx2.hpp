@@ -133,6 +133,7 @@ enum class scaling : std::uint8_t { reciprocal, divide, exact_divider };
 template <class From, bool Indexed, scaling How, int M>
 struct scaled_reader {
   scale_source<From, Indexed> scale;
+  bool stream;  // non-temporal stores for every run (the call writes a large output in many runs)
   LOWBIT_AVX2_INLINE void operator()(const From* p, __m256i out[4]) const {
     const __m256 x0 = _mm256_castsi256_ps(load8(p)), x1 = _mm256_castsi256_ps(load8(p + 8));
     const __m256 x2 = _mm256_castsi256_ps(load8(p + 16)), x3 = _mm256_castsi256_ps(load8(p + 24));
@@ -321,18 +322,19 @@ LOWBIT_AVX2_INLINE void encode_run(const Reader& read, const From* x, std::size_
 template <scaling How, class T, class From>
 LOWBIT_AVX2_INLINE void quantize_runs(const From* x, std::size_t ld, std::size_t rows, std::size_t cols,
                                       std::size_t block_cols, const float* scales, const float* reciprocals,
-                                      unsigned shift, const policy& p, const std::uint32_t* random_bits, T* q) {
+                                      unsigned shift, const policy& p, const std::uint32_t* random_bits, T* q,
+                                      bool stream) {
   constexpr int M = T::format::mantissa_bits;
   for (std::size_t r = 0; r < rows; ++r) {
     const std::size_t at = r * ld;
     const std::uint32_t* rb = random_bits != nullptr ? random_bits + at : nullptr;
     if (How != scaling::exact_divider && shift != 0) {
-      const scaled_reader<From, true, How, M> read{{x + at, shift, scales, reciprocals}};
+      const scaled_reader<From, true, How, M> read{{x + at, shift, scales, reciprocals}, stream};
       encode_run(read, x + at, cols, p, rb, q + at);
       continue;
     }
     for (std::size_t c = 0, j = 0; c < cols; c += block_cols, ++j) {
-      const scaled_reader<From, false, How, M> read{{_mm256_set1_ps(scales[j]), _mm256_set1_ps(reciprocals[j])}};
+      const scaled_reader<From, false, How, M> read{{_mm256_set1_ps(scales[j]), _mm256_set1_ps(reciprocals[j])}, stream};
       encode_run(read, x + at + c, cols - c < block_cols ? cols - c : block_cols, p,
                  rb != nullptr ? rb + c : nullptr, q + at + c);
     }
@@ -344,10 +346,13 @@ LOWBIT_AVX2_INLINE void quantize_runs(const From* x, std::size_t ld, std::size_t
 // At most max_tile_blocks column blocks per tile (schemes/fp8.hpp hands out chunks of 64).
 constexpr std::size_t max_tile_blocks = 64;
 
+// stream: the whole call writes enough (with its source, at least stream_threshold_bytes) that
+// every run's codes go out with non-temporal stores.
 template <class T, class From>
 LOWBIT_TARGET_AVX2 void quantize_tile(const From* x, std::size_t ld, std::size_t rows, std::size_t cols,
                                       std::size_t block_cols, const float* scales, scale_application a,
-                                      const policy& p, const std::uint32_t* random_bits, T* q) noexcept {
+                                      const policy& p, const std::uint32_t* random_bits, T* q,
+                                      bool stream) noexcept {
   if (ld == cols && block_cols >= cols) {  // one block per row, rows contiguous: one run
     cols *= rows;
     block_cols = cols;
@@ -368,13 +373,13 @@ LOWBIT_TARGET_AVX2 void quantize_tile(const From* x, std::size_t ld, std::size_t
     while ((std::size_t{1} << shift) < block_cols) ++shift;
   if (a == scale_application::multiply_reciprocal || (powers_of_two && !huge))
     detail::quantize_runs<detail::scaling::reciprocal>(x, ld, rows, cols, block_cols, scales, reciprocals, shift, p,
-                                                       random_bits, q);
+                                                       random_bits, q, stream);
   else if (p.rm == rounding::stochastic || huge)
     detail::quantize_runs<detail::scaling::exact_divider>(x, ld, rows, cols, block_cols, scales, reciprocals, shift, p,
-                                                          random_bits, q);
+                                                          random_bits, q, stream);
   else
     detail::quantize_runs<detail::scaling::divide>(x, ld, rows, cols, block_cols, scales, reciprocals, shift, p,
-                                                   random_bits, q);
+                                                   random_bits, q, stream);
 }
 
 // stream: the call writes enough float output (at least stream_threshold_bytes) that
