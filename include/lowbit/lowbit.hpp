@@ -26,5 +26,6 @@
 #include "schemes/nvfp4.hpp"
 #include "schemes/quantized_matrix.hpp"
 #include "schemes/storage.hpp"
+#include "transforms.hpp"
 
 #endif  // LOWBIT_LOWBIT_HPP
