@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <memory>
 #include <new>
 
@@ -34,7 +35,12 @@ struct view {
   T& operator()(std::size_t i, std::size_t j) const noexcept { return p[i * rs + j * cs]; }
   view sub(std::size_t i, std::size_t j) const noexcept { return view{p + i * rs + j * cs, rs, cs}; }
   view t() const noexcept { return view{p, cs, rs}; }
-  operator view<const T>() const noexcept { return view<const T>{p, rs, cs}; }
+  // A mutable view reads as a const one (only for non-const T: a conversion to the own type is
+  // never used, and nvcc warns about it).
+  template <class U = T, std::enable_if_t<!std::is_const<U>::value, int> = 0>
+  operator view<const U>() const noexcept {
+    return view<const U>{p, rs, cs};
+  }
 };
 using cview = view<const float>;
 using mview = view<float>;
