@@ -551,6 +551,12 @@ TEST(Fp8Scale, Rules) {
   EXPECT_EQ(lb::fp8_scale_from_amax<lb::float8_e4m3fn>(1.0f, o).value,
             static_cast<float>(lb::float16::from_bits(0x1892)));
   EXPECT_EQ(lb::fp8_scale_from_amax<lb::float8_e4m3fn>(1e8f, o).status.code(), errc::scale_overflow);
+  // A scale beyond float32 (headroom 1e30 on amax 1e12): scale_overflow, not an undefined conversion.
+  o = {};
+  o.headroom = 1e30f;
+  EXPECT_EQ(lb::fp8_scale_from_amax<lb::float8_e4m3fn>(1e12f, o).status.code(), errc::scale_overflow);
+  EXPECT_EQ(lb::fp8_scale_from_amax<lb::float8_e4m3fn>(1e-10f, o).value,
+            static_cast<float>(static_cast<double>(1e-10f) * static_cast<double>(1e30f) / 448.0));
   EXPECT_EQ(lb::fp8_scale_from_amax<lb::float8_e4m3fn>(nan_f, {}).status.code(), errc::non_finite_input);
   EXPECT_EQ(lb::fp8_scale_from_amax<lb::float8_e4m3fn>(inf_f, {}).status.code(), errc::non_finite_input);
   EXPECT_EQ(lb::fp8_scale_from_amax<lb::float8_e4m3fn>(-1.0f, {}).status.code(), errc::bad_argument);

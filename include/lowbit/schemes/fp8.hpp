@@ -253,7 +253,10 @@ inline result<float> fp8_scale(float amax, const fp8_options& o) noexcept {
   }
   float s = 0.0f;
   switch (o.scale_format) {
-    case scale_storage::fp32: s = static_cast<float>(q); break;
+    case scale_storage::fp32:  // from the midpoint of FLT_MAX and 2^128 on, q rounds to Inf (the
+                               // conversion of a double beyond float's range is undefined in C++)
+      s = q < 0x1.ffffffp+127 ? static_cast<float>(q) : std::numeric_limits<float>::infinity();
+      break;
     case scale_storage::fp16: s = static_cast<float>(encode<float16>(q, overflow::non_saturate)); break;
     case scale_storage::bf16: s = static_cast<float>(encode<bfloat16>(q, overflow::non_saturate)); break;
   }
