@@ -1,7 +1,7 @@
 // lowbit: streaming statistics of a linear layer's input activations, the calibration data of
 // SmoothQuant (transforms/smoothquant.hpp: per-channel max |x|) and AWQ (transforms/awq.hpp:
 // per-channel mean |x|), plus a bounded, seeded reservoir of whole rows for their searches.
-// docs/transforms.md section 4.
+// docs/transforms.md section 5.
 //
 // Fed batch by batch with activation rows [tokens, features] (float32 or bfloat16), like the
 // Hessian accumulator (transforms/hessian.hpp):

@@ -1,7 +1,7 @@
 // lowbit: AWQ (Lin et al., "AWQ: Activation-aware Weight Quantization for LLM Compression and
 // Acceleration", MLSys 2024) on the integer schemes' grids, as the reference implementation
-// (mit-han-lab/llm-awq, auto_scale.py and auto_clip.py) does it. docs/transforms.md section 6
-// has every step and default.
+// (mit-han-lab/llm-awq, auto_scale.py and auto_clip.py) does it. docs/transforms.md
+// has every step and default (section 8).
 //
 // For the layers that read one input X [tokens, in] (Q, K and V; gate and up), with
 // x_mean_j = mean_t |x_tj| (activation_stats::mean_abs):

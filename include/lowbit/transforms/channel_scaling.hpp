@@ -6,7 +6,7 @@
 // W [out, in] gets its input channels (columns) multiplied by s; the inverse goes into whatever
 // produces X: a LayerNorm or RMSNorm (weight and bias divided by s), a preceding linear layer
 // (its output rows and bias divided by s), or the activations themselves. docs/transforms.md
-// section 5 has the folding rules; every call here works in place on the weights it changes and
+// section 6 has the folding rules; every call here works in place on the weights it changes and
 // leaves the other operand alone.
 //
 // Every call checks in docs/api.md's order: shape (overflow) -> empty -> buffers (null,

@@ -1,6 +1,6 @@
 // lowbit: SmoothQuant (Xiao et al., "SmoothQuant: Accurate and Efficient Post-Training
 // Quantization for Large Language Models", ICML 2023) for W8A8 layers, with the alpha search the
-// paper leaves to the user. docs/transforms.md section 5 has every step, default and folding rule.
+// paper leaves to the user. docs/transforms.md section 7 has every step, default and folding rule.
 //
 // Per input channel j, over the layers that read the same input (their weight maxima combined,
 // as the reference's smooth_ln_fcs does for Q, K and V):
