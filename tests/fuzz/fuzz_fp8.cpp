@@ -225,7 +225,10 @@ errc reference_scale(float amax, const fp8_options& o, float* s_out) {
     q = p;
   }
   float s = 0.0f;
-  if (o.scale_format == scale_storage::fp32) s = static_cast<float>(q);
+  // Beyond FLT_MAX + half an ulp (ties go to the even 2^128) the float is Inf; converting such a
+  // double is undefined, so compare first.
+  if (o.scale_format == scale_storage::fp32)
+    s = q >= 0x1.ffffffp127 ? std::numeric_limits<float>::infinity() : static_cast<float>(q);
   if (o.scale_format == scale_storage::fp16) s = static_cast<float>(encode<float16>(q, overflow::non_saturate));
   if (o.scale_format == scale_storage::bf16) s = static_cast<float>(encode<bfloat16>(q, overflow::non_saturate));
   if (std::isinf(s)) return errc::scale_overflow;
