@@ -100,61 +100,46 @@ LOWBIT_AVX2_INLINE bool near_decision(__m256i q0, __m256i q1, __m256i q2, __m256
   return !_mm256_testz_si256(low, low);
 }
 
-// The scale of the 32 values at p: one for the whole run, or (Indexed) scales[(p - base) >> shift]
-// for runs cut into blocks of 2^shift elements (2^shift a multiple of 32, the run a multiple of
-// 32 long: the encoder's zero-padded tail copy never reaches an indexed reader).
-template <class From, bool Indexed>
-struct scale_source;
-
-template <class From>
-struct scale_source<From, false> {
-  __m256 s, r;
-  LOWBIT_AVX2_INLINE __m256 divisor(const From*) const { return s; }
-  LOWBIT_AVX2_INLINE __m256 reciprocal(const From*) const { return r; }
-};
-
-template <class From>
-struct scale_source<From, true> {
-  const From* base;
-  unsigned shift;
-  const float* s;
-  const float* r;
-  LOWBIT_AVX2_INLINE __m256 divisor(const From* p) const {
-    return _mm256_broadcast_ss(s + (static_cast<std::size_t>(p - base) >> shift));
-  }
-  LOWBIT_AVX2_INLINE __m256 reciprocal(const From* p) const {
-    return _mm256_broadcast_ss(r + (static_cast<std::size_t>(p - base) >> shift));
-  }
-};
-
 enum class scaling : std::uint8_t { reciprocal, divide, exact_divider };
 
-// Written out without loops: GCC -O2 keeps a loop's vector array in memory.
-template <class From, bool Indexed, scaling How, int M>
+// The reader of one run: how it scales (a run-time choice: one reader type per format and
+// source keeps the encoder's instantiations few), and the scale of the 32 values at p: one for
+// the whole run, or (indexed) scales[(p - base) >> shift] for runs cut into blocks of 2^shift
+// elements (2^shift a multiple of 32, the run a multiple of 32 long, so the encoder's
+// zero-padded tail copy never reaches an indexed reader). Written out without loops: GCC -O2
+// keeps a loop's vector array in memory.
+template <class From, int M>
 struct scaled_reader {
-  scale_source<From, Indexed> scale;
+  scaling how;
+  bool indexed;
   bool stream;  // non-temporal stores for every run (the call writes a large output in many runs)
+  unsigned shift;
+  const From* base;
+  const float* scales;
+  const float* reciprocals;
+  __m256 s, r;  // the single scale and its reciprocal (not indexed)
+
   LOWBIT_AVX2_INLINE void operator()(const From* p, __m256i out[4]) const {
+    const std::size_t j = indexed ? static_cast<std::size_t>(p - base) >> shift : 0;
     const __m256 x0 = _mm256_castsi256_ps(load8(p)), x1 = _mm256_castsi256_ps(load8(p + 8));
     const __m256 x2 = _mm256_castsi256_ps(load8(p + 16)), x3 = _mm256_castsi256_ps(load8(p + 24));
-    if constexpr (How == scaling::exact_divider) {
-      divide(x0, x1, x2, x3, scale.divisor(p), out);
-    } else {
-      const __m256 r = scale.reciprocal(p);
-      out[0] = _mm256_castps_si256(_mm256_mul_ps(x0, r));
-      out[1] = _mm256_castps_si256(_mm256_mul_ps(x1, r));
-      out[2] = _mm256_castps_si256(_mm256_mul_ps(x2, r));
-      out[3] = _mm256_castps_si256(_mm256_mul_ps(x3, r));
-      if constexpr (How == scaling::divide) {
-        if (near_decision<M>(out[0], out[1], out[2], out[3])) divide(x0, x1, x2, x3, scale.divisor(p), out);
-      }
+    if (how == scaling::exact_divider) {
+      divide(x0, x1, x2, x3, indexed ? _mm256_broadcast_ss(scales + j) : s, out);
+      return;
     }
+    const __m256 rv = indexed ? _mm256_broadcast_ss(reciprocals + j) : r;
+    out[0] = _mm256_castps_si256(_mm256_mul_ps(x0, rv));
+    out[1] = _mm256_castps_si256(_mm256_mul_ps(x1, rv));
+    out[2] = _mm256_castps_si256(_mm256_mul_ps(x2, rv));
+    out[3] = _mm256_castps_si256(_mm256_mul_ps(x3, rv));
+    if (how == scaling::divide && near_decision<M>(out[0], out[1], out[2], out[3]))
+      divide(x0, x1, x2, x3, indexed ? _mm256_broadcast_ss(scales + j) : s, out);
   }
-  LOWBIT_AVX2_INLINE static void divide(__m256 x0, __m256 x1, __m256 x2, __m256 x3, __m256 s, __m256i out[4]) {
-    out[0] = _mm256_castps_si256(_mm256_div_ps(x0, s));
-    out[1] = _mm256_castps_si256(_mm256_div_ps(x1, s));
-    out[2] = _mm256_castps_si256(_mm256_div_ps(x2, s));
-    out[3] = _mm256_castps_si256(_mm256_div_ps(x3, s));
+  LOWBIT_AVX2_INLINE static void divide(__m256 x0, __m256 x1, __m256 x2, __m256 x3, __m256 sv, __m256i out[4]) {
+    out[0] = _mm256_castps_si256(_mm256_div_ps(x0, sv));
+    out[1] = _mm256_castps_si256(_mm256_div_ps(x1, sv));
+    out[2] = _mm256_castps_si256(_mm256_div_ps(x2, sv));
+    out[3] = _mm256_castps_si256(_mm256_div_ps(x3, sv));
   }
 };
 
@@ -318,23 +303,28 @@ LOWBIT_AVX2_INLINE void encode_run(const Reader& read, const From* x, std::size_
   avx2::encode_with(read, x, q, n, p, random_bits);
 }
 
-// The tile, one run per row (Indexed: the row's blocks picked by the reader) or per block.
-template <scaling How, class T, class From>
-LOWBIT_AVX2_INLINE void quantize_runs(const From* x, std::size_t ld, std::size_t rows, std::size_t cols,
+// The tile, one run per row (shift != 0: the row's blocks picked by the reader) or per block.
+template <class T, class From>
+LOWBIT_AVX2_INLINE void quantize_runs(scaling how, const From* x, std::size_t ld, std::size_t rows, std::size_t cols,
                                       std::size_t block_cols, const float* scales, const float* reciprocals,
                                       unsigned shift, const policy& p, const std::uint32_t* random_bits, T* q,
                                       bool stream) {
   constexpr int M = T::format::mantissa_bits;
+  scaled_reader<From, M> read{how, false, stream, shift, nullptr, scales, reciprocals, _mm256_setzero_ps(),
+                              _mm256_setzero_ps()};
   for (std::size_t r = 0; r < rows; ++r) {
     const std::size_t at = r * ld;
     const std::uint32_t* rb = random_bits != nullptr ? random_bits + at : nullptr;
-    if (How != scaling::exact_divider && shift != 0) {
-      const scaled_reader<From, true, How, M> read{{x + at, shift, scales, reciprocals}, stream};
+    if (how != scaling::exact_divider && shift != 0) {
+      read.indexed = true;
+      read.base = x + at;
       encode_run(read, x + at, cols, p, rb, q + at);
       continue;
     }
+    read.indexed = false;
     for (std::size_t c = 0, j = 0; c < cols; c += block_cols, ++j) {
-      const scaled_reader<From, false, How, M> read{{_mm256_set1_ps(scales[j]), _mm256_set1_ps(reciprocals[j])}, stream};
+      read.s = _mm256_set1_ps(scales[j]);
+      read.r = _mm256_set1_ps(reciprocals[j]);
       encode_run(read, x + at + c, cols - c < block_cols ? cols - c : block_cols, p,
                  rb != nullptr ? rb + c : nullptr, q + at + c);
     }
@@ -371,15 +361,11 @@ LOWBIT_TARGET_AVX2 void quantize_tile(const From* x, std::size_t ld, std::size_t
   unsigned shift = 0;
   if (blocks > 1 && cols % 32 == 0 && block_cols % 32 == 0 && (block_cols & (block_cols - 1)) == 0)
     while ((std::size_t{1} << shift) < block_cols) ++shift;
-  if (a == scale_application::multiply_reciprocal || (powers_of_two && !huge))
-    detail::quantize_runs<detail::scaling::reciprocal>(x, ld, rows, cols, block_cols, scales, reciprocals, shift, p,
-                                                       random_bits, q, stream);
-  else if (p.rm == rounding::stochastic || huge)
-    detail::quantize_runs<detail::scaling::exact_divider>(x, ld, rows, cols, block_cols, scales, reciprocals, shift, p,
-                                                          random_bits, q, stream);
-  else
-    detail::quantize_runs<detail::scaling::divide>(x, ld, rows, cols, block_cols, scales, reciprocals, shift, p,
-                                                   random_bits, q, stream);
+  const detail::scaling how = a == scale_application::multiply_reciprocal || (powers_of_two && !huge)
+                                  ? detail::scaling::reciprocal
+                              : p.rm == rounding::stochastic || huge ? detail::scaling::exact_divider
+                                                                     : detail::scaling::divide;
+  detail::quantize_runs(how, x, ld, rows, cols, block_cols, scales, reciprocals, shift, p, random_bits, q, stream);
 }
 
 // stream: the call writes enough float output (at least stream_threshold_bytes) that
