@@ -102,15 +102,16 @@ LOWBIT_AVX2_INLINE bool near_decision(__m256i q0, __m256i q1, __m256i q2, __m256
 
 enum class scaling : std::uint8_t { reciprocal, divide, exact_divider };
 
-// The reader of one run: how it scales (a run-time choice: one reader type per format and
-// source keeps the encoder's instantiations few), and the scale of the 32 values at p: one for
-// the whole run, or (indexed) scales[(p - base) >> shift] for runs cut into blocks of 2^shift
-// elements (2^shift a multiple of 32, the run a multiple of 32 long, so the encoder's
-// zero-padded tail copy never reaches an indexed reader). Written out without loops: GCC -O2
-// keeps a loop's vector array in memory.
-template <class From, int M>
+// The reader of one run. Divide is x / s (exactly: exact_divider always divides, divide only
+// where near_decision says so), else x * r; two reader types per format and source keep the
+// encoder's instantiations few. The scale of the 32 values at p: one for the whole run, or
+// (indexed) scales[(p - base) >> shift] for runs cut into blocks of 2^shift elements (2^shift a
+// multiple of 32, the run a multiple of 32 long, so the encoder's zero-padded tail copy never
+// reaches an indexed reader). Written out without loops: GCC -O2 keeps a loop's vector array in
+// memory.
+template <class From, int M, bool Divide>
 struct scaled_reader {
-  scaling how;
+  bool always_divide;  // exact_divider
   bool indexed;
   bool stream;  // non-temporal stores for every run (the call writes a large output in many runs)
   unsigned shift;
@@ -123,7 +124,7 @@ struct scaled_reader {
     const std::size_t j = indexed ? static_cast<std::size_t>(p - base) >> shift : 0;
     const __m256 x0 = _mm256_castsi256_ps(load8(p)), x1 = _mm256_castsi256_ps(load8(p + 8));
     const __m256 x2 = _mm256_castsi256_ps(load8(p + 16)), x3 = _mm256_castsi256_ps(load8(p + 24));
-    if (how == scaling::exact_divider) {
+    if (Divide && always_divide) {
       divide(x0, x1, x2, x3, indexed ? _mm256_broadcast_ss(scales + j) : s, out);
       return;
     }
@@ -132,7 +133,7 @@ struct scaled_reader {
     out[1] = _mm256_castps_si256(_mm256_mul_ps(x1, rv));
     out[2] = _mm256_castps_si256(_mm256_mul_ps(x2, rv));
     out[3] = _mm256_castps_si256(_mm256_mul_ps(x3, rv));
-    if (how == scaling::divide && near_decision<M>(out[0], out[1], out[2], out[3]))
+    if (Divide && near_decision<M>(out[0], out[1], out[2], out[3]))
       divide(x0, x1, x2, x3, indexed ? _mm256_broadcast_ss(scales + j) : s, out);
   }
   LOWBIT_AVX2_INLINE static void divide(__m256 x0, __m256 x1, __m256 x2, __m256 x3, __m256 sv, __m256i out[4]) {
@@ -304,14 +305,14 @@ LOWBIT_AVX2_INLINE void encode_run(const Reader& read, const From* x, std::size_
 }
 
 // The tile, one run per row (shift != 0: the row's blocks picked by the reader) or per block.
-template <class T, class From>
+template <bool Divide, class T, class From>
 LOWBIT_AVX2_INLINE void quantize_runs(scaling how, const From* x, std::size_t ld, std::size_t rows, std::size_t cols,
                                       std::size_t block_cols, const float* scales, const float* reciprocals,
                                       unsigned shift, const policy& p, const std::uint32_t* random_bits, T* q,
                                       bool stream) {
   constexpr int M = T::format::mantissa_bits;
-  scaled_reader<From, M> read{how, false, stream, shift, nullptr, scales, reciprocals, _mm256_setzero_ps(),
-                              _mm256_setzero_ps()};
+  scaled_reader<From, M, Divide> read{how == scaling::exact_divider, false, stream, shift, nullptr, scales,
+                                      reciprocals, _mm256_setzero_ps(), _mm256_setzero_ps()};
   for (std::size_t r = 0; r < rows; ++r) {
     const std::size_t at = r * ld;
     const std::uint32_t* rb = random_bits != nullptr ? random_bits + at : nullptr;
@@ -365,7 +366,12 @@ LOWBIT_TARGET_AVX2 void quantize_tile(const From* x, std::size_t ld, std::size_t
                                   ? detail::scaling::reciprocal
                               : p.rm == rounding::stochastic || huge ? detail::scaling::exact_divider
                                                                      : detail::scaling::divide;
-  detail::quantize_runs(how, x, ld, rows, cols, block_cols, scales, reciprocals, shift, p, random_bits, q, stream);
+  if (how == detail::scaling::reciprocal)
+    detail::quantize_runs<false>(how, x, ld, rows, cols, block_cols, scales, reciprocals, shift, p, random_bits, q,
+                                 stream);
+  else
+    detail::quantize_runs<true>(how, x, ld, rows, cols, block_cols, scales, reciprocals, shift, p, random_bits, q,
+                                stream);
 }
 
 // stream: the call writes enough float output (at least stream_threshold_bytes) that
