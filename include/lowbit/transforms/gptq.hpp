@@ -358,11 +358,11 @@ inline result<gptq_output> gptq_run(const float* w, const float* h, const float*
     for (std::size_t c0 = 0; s && c0 < cols; c0 += cb_max) {
       const std::size_t e = cols - c0 < cb_max ? cols : c0 + cb_max, cb = e - c0;
       float* x = err.get();  // e x cb <= cols x 128: the sweep's error block is free now
-      for (std::size_t r = 0; r < e; ++r)
-        for (std::size_t c = 0; c < cb; ++c) x[r * cb + c] = r == c0 + c ? 1.0f : 0.0f;
+      for (std::size_t i = 0; i < e; ++i)
+        for (std::size_t c = 0; c < cb; ++c) x[i * cb + c] = i == c0 + c ? 1.0f : 0.0f;
       s = triangular_solve(hw.get(), cols, e, cb, {}, x, cb, exec);
       for (std::size_t c = 0; s && c < cb; ++c)
-        for (std::size_t r = 0; r <= c0 + c; ++r) vinv[(nn - c0 - c) * cols + (nn - r)] = x[r * cb + c];
+        for (std::size_t i = 0; i <= c0 + c; ++i) vinv[(nn - c0 - c) * cols + (nn - i)] = x[i * cb + c];
     }
     if (s) {
       factored = true;
@@ -642,7 +642,7 @@ inline status gptq_buffers(const float* w, const float* h, const float* scales, 
   }
   if (!(r.status = detail::check_word_width(p.bits))) return r;
   if (p.scheme == int_scheme::affine_offset || p.scale_format != scale_storage::fp16 ||
-      static_cast<unsigned>(fmt) > 1u) {
+      p.code_storage != int_code_storage::offset_binary || static_cast<unsigned>(fmt) > 1u) {
     r.status = errc::bad_argument;
     return r;
   }
@@ -657,7 +657,8 @@ inline status gptq_buffers(const float* w, const float* h, const float* scales, 
     return r;
   }
   for (std::size_t i = 0; i < out * groups; ++i)
-    z[i] = static_cast<std::uint8_t>(has_zero_points(p) ? q.zeros.values()[i] : symmetric_zero_point(p.bits));
+    z[i] = has_zero_points(p) ? static_cast<std::uint8_t>(q.zeros.values()[i])
+                              : static_cast<std::uint8_t>(symmetric_zero_point(p.bits));
   gptq_tensors& t = r.value;
   if (!(r.status = t.qweight.allocate(in / k, out)) || !(r.status = t.qzeros.allocate(groups, out / k)) ||
       !(r.status = t.scales.allocate(groups, out)) || !(r.status = t.g_idx.allocate(1, in))) {
