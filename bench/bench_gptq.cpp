@@ -23,6 +23,8 @@
 #include <lowbit/linalg/std_thread_exec.hpp>
 #include <lowbit/transforms.hpp>
 
+#include "gemm_rate.hpp"
+
 namespace {
 
 std::vector<float> activations(std::size_t tokens, std::size_t in, unsigned seed) {
@@ -42,23 +44,6 @@ std::vector<float> activations(std::size_t tokens, std::size_t in, unsigned seed
     }
   }
   return x;
-}
-
-// The multiply's rate at 1024^3 on `threads` threads, GFLOP/s (measured once per thread count).
-double gemm_rate(int threads) {
-  static double rate[3] = {0.0, 0.0, 0.0};
-  if (rate[threads] != 0.0) return rate[threads];
-  const std::size_t n = 1024;
-  std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n);
-  lowbit::std_thread_exec pool(static_cast<std::size_t>(threads));
-  const lowbit::linalg_exec exec = threads > 1 ? pool.exec() : lowbit::linalg_exec{};
-  (void)lowbit::gemm(a.data(), n, b.data(), n, n, n, n, {}, c.data(), n, exec);
-  const auto t0 = std::chrono::steady_clock::now();
-  constexpr int reps = 5;
-  for (int i = 0; i < reps; ++i) (void)lowbit::gemm(a.data(), n, b.data(), n, n, n, n, {}, c.data(), n, exec);
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  rate[threads] = reps * 2.0 * n * n * n / s * 1e-9;
-  return rate[threads];
 }
 
 struct layer_data {
@@ -96,7 +81,7 @@ void BM_hessian(benchmark::State& state) {
   }
   const double flops = static_cast<double>(tokens) * in * in;  // the upper triangle of X^T X
   state.counters["GFLOPS"] = benchmark::Counter(flops * state.iterations() * 1e-9, benchmark::Counter::kIsRate);
-  state.counters["gemm_GFLOPS"] = gemm_rate(threads);
+  state.counters["gemm_GFLOPS"] = lowbit_bench::gemm_rate(threads);
 }
 
 void BM_gptq(benchmark::State& state) {
@@ -130,9 +115,9 @@ void BM_gptq(benchmark::State& state) {
   double flops = n * n * n / 3 + n * n * n / 3;  // Cholesky of the reversed H, triangular inverse
   flops += 2.0 * m * static_cast<double>(o.block_size) * (n * n / (2.0 * static_cast<double>(o.block_size)));  // ~ m n^2
   if (o.report_error) flops += 2.0 * 3.0 * m * n * n;
-  const double seconds_at_rate = flops / (gemm_rate(threads) * 1e9);
+  const double seconds_at_rate = flops / (lowbit_bench::gemm_rate(threads) * 1e9);
   state.counters["mult_GF"] = flops * 1e-9;
-  state.counters["gemm_GFLOPS"] = gemm_rate(threads);
+  state.counters["gemm_GFLOPS"] = lowbit_bench::gemm_rate(threads);
   state.counters["ratio"] = benchmark::Counter(static_cast<double>(state.iterations()) * seconds_at_rate,
                                                benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
   if (o.report_error) {

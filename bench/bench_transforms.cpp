@@ -23,23 +23,9 @@
 #include <lowbit/linalg/std_thread_exec.hpp>
 #include <lowbit/transforms.hpp>
 
-namespace {
+#include "gemm_rate.hpp"
 
-double gemm_rate(int threads) {
-  static double rate[3] = {0.0, 0.0, 0.0};
-  if (rate[threads] != 0.0) return rate[threads];
-  const std::size_t n = 1024;
-  std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n);
-  lowbit::std_thread_exec pool(static_cast<std::size_t>(threads));
-  const lowbit::linalg_exec exec = threads > 1 ? pool.exec() : lowbit::linalg_exec{};
-  (void)lowbit::gemm(a.data(), n, b.data(), n, n, n, n, {}, c.data(), n, exec);
-  const auto t0 = std::chrono::steady_clock::now();
-  constexpr int reps = 3;
-  for (int i = 0; i < reps; ++i) (void)lowbit::gemm(a.data(), n, b.data(), n, n, n, n, {}, c.data(), n, exec);
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  rate[threads] = reps * 2.0 * n * n * n / s * 1e-9;
-  return rate[threads];
-}
+namespace {
 
 struct layer_data {
   std::size_t out = 0, in = 0, tokens = 0;
@@ -71,7 +57,7 @@ const layer_data& layer(std::size_t out, std::size_t in, std::size_t tokens) {
 }
 
 void report(benchmark::State& state, double flops, int threads) {
-  const double rate = gemm_rate(threads);
+  const double rate = lowbit_bench::gemm_rate(threads);
   state.counters["mult_GF"] = flops * 1e-9;
   state.counters["gemm_GFLOPS"] = rate;
   state.counters["gemm_fraction"] = benchmark::Counter(flops * 1e-9 / rate, benchmark::Counter::kAvgIterationsRate);

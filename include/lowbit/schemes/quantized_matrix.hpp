@@ -11,18 +11,10 @@
 #include <new>
 #include <utility>
 
+#include "../core/memory.hpp"
 #include "integer.hpp"
 
 namespace lowbit {
-
-namespace detail {
-// n default-initialised elements, or null (n == 0, or the allocation failed).
-template <class T>
-inline std::unique_ptr<T[]> allocate(std::size_t n) noexcept {
-  if (n == 0) return nullptr;
-  return std::unique_ptr<T[]>(new (std::nothrow) T[n]);
-}
-}  // namespace detail
 
 // Codes are packed at b bits in lowbit's bit stream (pack_codes: row-major, element k at bits
 // b*k; for INT4 two per byte, the first in the low nibble); scales and zero-points/offsets are

@@ -215,9 +215,6 @@ class activation_stats {
     return add_rows(x.data(), x.size() / features_, features_, bad_row);
   }
 
-  static float to_float(float v) noexcept { return v; }
-  static float to_float(bfloat16 v) noexcept { return static_cast<float>(v); }
-
   template <class T>
   status add_rows(const T* x, std::size_t tokens, std::size_t features, std::size_t* bad_row) noexcept {
     if (features_ == 0) return errc::bad_argument;
@@ -227,7 +224,7 @@ class activation_stats {
     if (n == 0) return status{};
     if (status s = detail::check_buffers({detail::buffer_of(x, n)}, {}); !s) return s;
     for (std::size_t i = 0; i < n; ++i)
-      if (!std::isfinite(to_float(x[i]))) {
+      if (!std::isfinite(static_cast<float>(x[i]))) {
         if (bad_row != nullptr) *bad_row = i / features;
         return errc::non_finite_input;
       }
@@ -235,7 +232,7 @@ class activation_stats {
     for (std::size_t t = 0; t < tokens; ++t) {
       const T* row = x + t * f;
       for (std::size_t j = 0; j < f; ++j) {
-        const float a = std::fabs(to_float(row[j]));
+        const float a = std::fabs(static_cast<float>(row[j]));
         if (a > max_[j]) max_[j] = a;
         sum_[j] += static_cast<double>(a);
       }
@@ -250,7 +247,7 @@ class activation_stats {
           if (j < capacity_) slot = static_cast<std::size_t>(j);
         }
         if (slot < capacity_)
-          for (std::size_t j = 0; j < f; ++j) rows_[slot * f + j] = to_float(row[j]);
+          for (std::size_t j = 0; j < f; ++j) rows_[slot * f + j] = static_cast<float>(row[j]);
       }
     }
     tokens_ += tokens;

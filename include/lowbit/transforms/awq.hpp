@@ -167,12 +167,12 @@ inline void block_error(const float* y, const float* yq, std::size_t rows, std::
   }
   const std::size_t stride = tokens / o.clip_tokens > 1 ? tokens / o.clip_tokens : 1;
   const std::size_t ns = (tokens + stride - 1) / stride;
-  std::unique_ptr<float[]> w = detail::scaling_alloc<float>(nw);   // the layers, concatenated
-  std::unique_ptr<float[]> wq = detail::scaling_alloc<float>(nw);  // a candidate, dequantized / s
-  std::unique_ptr<float[]> y = detail::scaling_alloc<float>(ny);
-  std::unique_ptr<float[]> yq = detail::scaling_alloc<float>(ny);
-  std::unique_ptr<float[]> s = detail::scaling_alloc<float>(in);
-  std::unique_ptr<float[]> sbest = detail::scaling_alloc<float>(in);
+  std::unique_ptr<float[]> w = detail::allocate_buffer<float>(nw);   // the layers, concatenated
+  std::unique_ptr<float[]> wq = detail::allocate_buffer<float>(nw);  // a candidate, dequantized / s
+  std::unique_ptr<float[]> y = detail::allocate_buffer<float>(ny);
+  std::unique_ptr<float[]> yq = detail::allocate_buffer<float>(ny);
+  std::unique_ptr<float[]> s = detail::allocate_buffer<float>(in);
+  std::unique_ptr<float[]> sbest = detail::allocate_buffer<float>(in);
   detail::fake_quant_work fw;
   awq_output& out = r.value;
   const auto fail = [&](status st) {
@@ -267,11 +267,11 @@ inline void block_error(const float* y, const float* yq, std::size_t rows, std::
     for (float& c : lay.clip.values()) c = 1.0f;
   }
   if (o.clip && candidates > 1) {
-    std::unique_ptr<float[]> xs = detail::scaling_alloc<float>(ns * in);   // sampled rows / s
-    std::unique_ptr<float[]> amax = detail::scaling_alloc<float>(max_out * groups);
-    std::unique_ptr<double[]> best_err = detail::scaling_alloc<double>(max_out * groups);
-    std::unique_ptr<float[]> d = detail::scaling_alloc<float>(max_out * in);  // Q(clamp) - w
-    std::unique_ptr<float[]> e = detail::scaling_alloc<float>(ns * max_out);
+    std::unique_ptr<float[]> xs = detail::allocate_buffer<float>(ns * in);   // sampled rows / s
+    std::unique_ptr<float[]> amax = detail::allocate_buffer<float>(max_out * groups);
+    std::unique_ptr<double[]> best_err = detail::allocate_buffer<double>(max_out * groups);
+    std::unique_ptr<float[]> d = detail::allocate_buffer<float>(max_out * in);  // Q(clamp) - w
+    std::unique_ptr<float[]> e = detail::allocate_buffer<float>(ns * max_out);
     if (!xs || !amax || !best_err || !d || !e) return fail(errc::out_of_memory);
     for (std::size_t t = 0; t < ns; ++t)
       for (std::size_t j = 0; j < in; ++j) xs[t * in + j] = x[t * stride * in + j] / sbest[j];
@@ -367,7 +367,7 @@ inline void block_error(const float* y, const float* yq, std::size_t rows, std::
     r.status = errc::empty_input;
     return r;
   }
-  std::unique_ptr<float[]> mean = detail::scaling_alloc<float>(in);
+  std::unique_ptr<float[]> mean = detail::allocate_buffer<float>(in);
   if (!mean) {
     r.status = errc::out_of_memory;
     return r;

@@ -21,6 +21,7 @@
 #include <new>
 
 #include "../core/checks.hpp"
+#include "../core/memory.hpp"
 #include "../core/span.hpp"
 #include "../core/status.hpp"
 #include "../schemes/layouts/bitstream.hpp"
@@ -44,11 +45,6 @@ inline status check_channel_scales(const float* s, std::size_t n) noexcept {
     if (!(s[j] > 0.0f)) return errc::bad_argument;
   }
   return status{};
-}
-
-template <class T>
-inline std::unique_ptr<T[]> scaling_alloc(std::size_t n) noexcept {
-  return std::unique_ptr<T[]>(new (std::nothrow) T[n == 0 ? 1 : n]);
 }
 
 }  // namespace detail

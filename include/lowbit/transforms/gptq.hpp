@@ -42,6 +42,7 @@
 #include <utility>
 
 #include "../core/checks.hpp"
+#include "../core/memory.hpp"
 #include "../core/span.hpp"
 #include "../core/status.hpp"
 #include "../kernels/fp_env.hpp"
@@ -182,11 +183,6 @@ inline status gptq_check(std::size_t rows, std::size_t cols, const int_params& p
   return status{};
 }
 
-template <class T>
-inline std::unique_ptr<T[]> gptq_alloc(std::size_t n) noexcept {
-  return std::unique_ptr<T[]>(new (std::nothrow) T[n == 0 ? 1 : n]);
-}
-
 // The stored scale and zero of a codec (the zero_group_scale placeholder for a zero scale).
 inline void gptq_store_params(const int_group_codec& c, const int_params& p, float* scale, float* zero) noexcept {
   *scale = c.scale == 0.0f && p.zero_group_scale != 0.0f ? p.zero_group_scale : c.scale;
@@ -200,8 +196,8 @@ inline status gptq_traces(const float* w, const float* qg, const float* qr, cons
   constexpr std::size_t chunk = 64;
   const std::size_t cr = rows < chunk ? rows : chunk;
   const std::size_t parts = qr != nullptr ? 3 : 2;
-  std::unique_ptr<float[]> m = gptq_alloc<float>(parts * cr * cols);
-  std::unique_ptr<float[]> prod = gptq_alloc<float>(parts * cr * cols);
+  std::unique_ptr<float[]> m = allocate_buffer<float>(parts * cr * cols);
+  std::unique_ptr<float[]> prod = allocate_buffer<float>(parts * cr * cols);
   if (!m || !prod) return errc::out_of_memory;
   for (std::size_t t = 0; t < 3; ++t) traces[t] = 0.0;
   for (std::size_t r0 = 0; r0 < rows; r0 += cr) {
@@ -253,16 +249,16 @@ inline result<gptq_output> gptq_run(const float* w, const float* h, const float*
         return r;
       }
 
-  std::unique_ptr<float[]> wk = gptq_alloc<float>(n);             // working W, permuted columns
-  std::unique_ptr<float[]> hw = gptq_alloc<float>(cols * cols);   // permuted damped H, then its factor
-  std::unique_ptr<float[]> vinv = gptq_alloc<float>(cols * cols); // H^-1, then V (upper)
-  std::unique_ptr<std::size_t[]> perm = gptq_alloc<std::size_t>(cols);
-  std::unique_ptr<int_group_codec[]> codecs = gptq_alloc<int_group_codec>(rows * groups);
+  std::unique_ptr<float[]> wk = allocate_buffer<float>(n);             // working W, permuted columns
+  std::unique_ptr<float[]> hw = allocate_buffer<float>(cols * cols);   // permuted damped H, then its factor
+  std::unique_ptr<float[]> vinv = allocate_buffer<float>(cols * cols); // H^-1, then V (upper)
+  std::unique_ptr<std::size_t[]> perm = allocate_buffer<std::size_t>(cols);
+  std::unique_ptr<int_group_codec[]> codecs = allocate_buffer<int_group_codec>(rows * groups);
   const std::size_t bs = o.block_size < cols ? o.block_size : cols;
-  std::unique_ptr<float[]> err = gptq_alloc<float>(rows * bs > cols * 128 ? rows * bs : cols * 128);
-  std::unique_ptr<double[]> row_loss = gptq_alloc<double>(rows);
-  std::unique_ptr<std::uint8_t[]> row_status = gptq_alloc<std::uint8_t>(rows);
-  std::unique_ptr<float[]> qv = o.report_error ? gptq_alloc<float>(n) : nullptr;
+  std::unique_ptr<float[]> err = allocate_buffer<float>(rows * bs > cols * 128 ? rows * bs : cols * 128);
+  std::unique_ptr<double[]> row_loss = allocate_buffer<double>(rows);
+  std::unique_ptr<std::uint8_t[]> row_status = allocate_buffer<std::uint8_t>(rows);
+  std::unique_ptr<float[]> qv = o.report_error ? allocate_buffer<float>(n) : nullptr;
   if (!wk || !hw || !vinv || !perm || !codecs || !err || !row_loss || !row_status || (o.report_error && !qv) ||
       !(r.status = out.codes.allocate(rows, cols)) || !(r.status = out.scales.allocate(rows, groups)) ||
       !(r.status = out.g_idx.allocate(1, cols)) ||
@@ -273,7 +269,7 @@ inline result<gptq_output> gptq_run(const float* w, const float* h, const float*
   }
 
   // 1. dead input channels; the diagonal with H_ii = 1 for them
-  std::unique_ptr<double[]> diag = gptq_alloc<double>(cols);
+  std::unique_ptr<double[]> diag = allocate_buffer<double>(cols);
   if (!diag) {
     r.status = errc::out_of_memory;
     out = gptq_output{};
@@ -293,7 +289,7 @@ inline result<gptq_output> gptq_run(const float* w, const float* h, const float*
 
   // 2. static groups (or the given grid): parameters from W (dead columns zeroed) by original group
   if (static_params) {
-    std::unique_ptr<float[]> tmp = gptq_alloc<float>(G);
+    std::unique_ptr<float[]> tmp = allocate_buffer<float>(G);
     if (!tmp) {
       r.status = errc::out_of_memory;
       out = gptq_output{};
@@ -479,10 +475,10 @@ inline result<gptq_output> gptq_run(const float* w, const float* h, const float*
     // H in full (hw is free now), RTN of the original W on the same grid
     for (std::size_t i = 0; i < cols; ++i)
       for (std::size_t j = i; j < cols; ++j) hw[i * cols + j] = hw[j * cols + i] = h[i * cols + j];
-    std::unique_ptr<float[]> qr = gptq_alloc<float>(n);
-    std::unique_ptr<std::uint8_t[]> rc = gptq_alloc<std::uint8_t>(n);
-    std::unique_ptr<float[]> rs = gptq_alloc<float>(rows * groups);
-    std::unique_ptr<float[]> rz = gptq_alloc<float>(rows * groups);
+    std::unique_ptr<float[]> qr = allocate_buffer<float>(n);
+    std::unique_ptr<std::uint8_t[]> rc = allocate_buffer<std::uint8_t>(n);
+    std::unique_ptr<float[]> rs = allocate_buffer<float>(rows * groups);
+    std::unique_ptr<float[]> rz = allocate_buffer<float>(rows * groups);
     if (!qr || !rc || !rs || !rz) {
       r.status = errc::out_of_memory;
       out = gptq_output{};
@@ -615,7 +611,7 @@ inline status gptq_buffers(const float* w, const float* h, const float* scales, 
     r.status = errc::empty_input;
     return r;
   }
-  std::unique_ptr<float[]> h = detail::gptq_alloc<float>(cols * cols);
+  std::unique_ptr<float[]> h = detail::allocate_buffer<float>(cols * cols);
   if (!h) {
     r.status = errc::out_of_memory;
     return r;
@@ -651,7 +647,7 @@ inline status gptq_buffers(const float* w, const float* h, const float* scales, 
     r.status = errc::bad_block_size;
     return r;
   }
-  std::unique_ptr<std::uint8_t[]> z = detail::gptq_alloc<std::uint8_t>(out * groups);
+  std::unique_ptr<std::uint8_t[]> z = detail::allocate_buffer<std::uint8_t>(out * groups);
   if (!z) {
     r.status = errc::out_of_memory;
     return r;

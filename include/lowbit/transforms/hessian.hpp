@@ -130,9 +130,6 @@ class hessian_accumulator {
     return add_rows(x.data(), x.size() / features_, features_, exec);
   }
 
-  static float to_float(float v) noexcept { return v; }
-  static float to_float(bfloat16 v) noexcept { return static_cast<float>(v); }
-
   template <class T>
   status add_rows(const T* x, std::size_t tokens, std::size_t features, const linalg_exec& exec) noexcept {
     if (features_ == 0) return errc::bad_argument;
@@ -142,7 +139,7 @@ class hessian_accumulator {
     if (n == 0) return status{};
     if (status s = detail::check_buffers({detail::buffer_of(x, n)}, {}); !s) return s;
     for (std::size_t i = 0; i < n; ++i)
-      if (!std::isfinite(to_float(x[i]))) return errc::non_finite_input;
+      if (!std::isfinite(static_cast<float>(x[i]))) return errc::non_finite_input;
     const std::size_t f = features_;
     if (!work_) {
       work_.reset(new (std::nothrow) float[f * f]);
@@ -159,7 +156,7 @@ class hessian_accumulator {
       const std::size_t nt = tokens - t0 < hessian_chunk_tokens ? tokens - t0 : hessian_chunk_tokens;
       const float* a = nullptr;
       if (convert) {
-        for (std::size_t i = 0; i < nt * f; ++i) rows[i] = to_float(x[t0 * f + i]);
+        for (std::size_t i = 0; i < nt * f; ++i) rows[i] = static_cast<float>(x[t0 * f + i]);
         a = rows.get();
       } else {
         a = reinterpret_cast<const float*>(x) + t0 * f;

@@ -137,9 +137,9 @@ struct fake_quant_work {
   std::unique_ptr<float[]> scales;
   std::unique_ptr<float[]> zeros;
   bool allocate(std::size_t n, std::size_t groups) noexcept {
-    codes = scaling_alloc<std::uint8_t>(n);
-    scales = scaling_alloc<float>(groups);
-    zeros = scaling_alloc<float>(groups);
+    codes = allocate_buffer<std::uint8_t>(n);
+    scales = allocate_buffer<float>(groups);
+    zeros = allocate_buffer<float>(groups);
     return codes && scales && zeros;
   }
 };
@@ -224,7 +224,7 @@ inline status sq_check_search_options(const smoothquant_search_options& o) noexc
       return st;
   if (status st = detail::sq_check_maxima(act_max, in); !st) return st;
   if (status st = detail::layers_finite(layers, in); !st) return st;
-  std::unique_ptr<float[]> wmax = detail::scaling_alloc<float>(in);
+  std::unique_ptr<float[]> wmax = detail::allocate_buffer<float>(in);
   if (!wmax) return errc::out_of_memory;
   detail::layers_column_max(layers, in, wmax.get());
   detail::sq_scales(act_max, wmax.get(), in, o.alpha, s);
@@ -284,13 +284,13 @@ inline status sq_check_search_options(const smoothquant_search_options& o) noexc
   std::size_t wgroups = 0;
   for (const linear_weight& l : layers) wgroups += detail::group_count_of(o.weights, l.out, in);
   const std::size_t xgroups = detail::group_count_of(o.activations, tokens, in);
-  std::unique_ptr<float[]> w = detail::scaling_alloc<float>(nw);   // the layers, concatenated
-  std::unique_ptr<float[]> ws = detail::scaling_alloc<float>(nw);  // W diag(s), then Qw of it
-  std::unique_ptr<float[]> xs = detail::scaling_alloc<float>(nx);  // X / s, then Qa of it
-  std::unique_ptr<float[]> y = detail::scaling_alloc<float>(ny);
-  std::unique_ptr<float[]> yq = detail::scaling_alloc<float>(ny);
-  std::unique_ptr<float[]> wmax = detail::scaling_alloc<float>(in);
-  std::unique_ptr<float[]> s = detail::scaling_alloc<float>(in);
+  std::unique_ptr<float[]> w = detail::allocate_buffer<float>(nw);   // the layers, concatenated
+  std::unique_ptr<float[]> ws = detail::allocate_buffer<float>(nw);  // W diag(s), then Qw of it
+  std::unique_ptr<float[]> xs = detail::allocate_buffer<float>(nx);  // X / s, then Qa of it
+  std::unique_ptr<float[]> y = detail::allocate_buffer<float>(ny);
+  std::unique_ptr<float[]> yq = detail::allocate_buffer<float>(ny);
+  std::unique_ptr<float[]> wmax = detail::allocate_buffer<float>(in);
+  std::unique_ptr<float[]> s = detail::allocate_buffer<float>(in);
   detail::fake_quant_work fw, fx;
   smoothquant_search_result& out = r.value;
   if (!w || !ws || !xs || !y || !yq || !wmax || !s || !fw.allocate(nw, wgroups) || !fx.allocate(nx, xgroups) ||
@@ -378,7 +378,7 @@ inline status sq_check_search_options(const smoothquant_search_options& o) noexc
     r.status = errc::empty_input;
     return r;
   }
-  std::unique_ptr<float[]> amax = detail::scaling_alloc<float>(in);
+  std::unique_ptr<float[]> amax = detail::allocate_buffer<float>(in);
   if (!amax) {
     r.status = errc::out_of_memory;
     return r;
