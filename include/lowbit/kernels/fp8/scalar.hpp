@@ -41,35 +41,44 @@ inline std::uint32_t magnitude_bits(From x) noexcept {
   return lowbit::detail::bit_cast<std::uint32_t>(static_cast<float>(x)) & 0x7FFFFFFFu;
 }
 
+// Calls f(at, n, j) for each run of one block in the tile: row r, columns [c, c + n) of column
+// block j, at = r * ld + c.
+template <class F>
+inline void for_each_block_run(std::size_t ld, std::size_t rows, std::size_t cols, std::size_t block_cols, F f) noexcept {
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t c = 0, j = 0; c < cols; c += block_cols, ++j)
+      f(r * ld + c, cols - c < block_cols ? cols - c : block_cols, j);
+}
+
 // amax[j] = max(amax[j], the largest magnitude_bits of column block j of the tile).
 template <class From>
 inline void amax_tile(const From* x, std::size_t ld, std::size_t rows, std::size_t cols, std::size_t block_cols,
                       std::uint32_t* amax) noexcept {
-  for (std::size_t r = 0; r < rows; ++r)
-    for (std::size_t c = 0; c < cols; ++c) {
-      const std::uint32_t b = magnitude_bits(x[r * ld + c]);
-      std::uint32_t& m = amax[c / block_cols];
+  for_each_block_run(ld, rows, cols, block_cols, [&](std::size_t at, std::size_t n, std::size_t j) {
+    std::uint32_t m = amax[j];
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint32_t b = magnitude_bits(x[at + i]);
       m = b > m ? b : m;
     }
+    amax[j] = m;
+  });
 }
 
-// The value a block's elements are encoded from: x / s, or x * (1.0f / s).
-inline float scaled(float x, float s, float reciprocal, scale_application a) noexcept {
-  return a == scale_application::divide ? x / s : x * reciprocal;
-}
-
-// q = encode(x / s) (or x * r) under p, per column block; random_bits (stochastic rounding) is
-// laid out as x (ld apart), or null for all zero.
+// q = encode(x / s) (or x * r, r = 1.0f / s) under p, per column block; random_bits (stochastic
+// rounding) is laid out as x (ld apart), or null for all zero.
 template <class T, class From>
 inline void quantize_tile(const From* x, std::size_t ld, std::size_t rows, std::size_t cols, std::size_t block_cols,
                           const float* scales, scale_application a, const policy& p,
                           const std::uint32_t* random_bits, T* q) noexcept {
-  for (std::size_t r = 0; r < rows; ++r)
-    for (std::size_t c = 0; c < cols; ++c) {
-      const float s = scales[c / block_cols];
-      const float y = scaled(static_cast<float>(x[r * ld + c]), s, 1.0f / s, a);
-      q[r * ld + c] = encode<T>(y, p, random_bits != nullptr ? random_bits[r * ld + c] : 0u);
+  for_each_block_run(ld, rows, cols, block_cols, [&](std::size_t at, std::size_t n, std::size_t j) {
+    const float s = scales[j];
+    const float r = 1.0f / s;
+    for (std::size_t i = 0; i < n; ++i) {
+      const float v = static_cast<float>(x[at + i]);
+      const float y = a == scale_application::divide ? v / s : v * r;
+      q[at + i] = encode<T>(y, p, random_bits != nullptr ? random_bits[at + i] : 0u);
     }
+  });
 }
 
 // The output types of a dequantization: float, or bfloat16 / float16 rounded from the float
@@ -84,8 +93,9 @@ inline void store_value(H* y, float v) noexcept {
 template <class T, class Dst>
 inline void dequantize_tile(const T* q, std::size_t ld, std::size_t rows, std::size_t cols, std::size_t block_cols,
                             const float* scales, Dst* y) noexcept {
-  for (std::size_t r = 0; r < rows; ++r)
-    for (std::size_t c = 0; c < cols; ++c) store_value(y + r * ld + c, decode(q[r * ld + c]) * scales[c / block_cols]);
+  for_each_block_run(ld, rows, cols, block_cols, [&](std::size_t at, std::size_t n, std::size_t j) {
+    for (std::size_t i = 0; i < n; ++i) store_value(y + at + i, decode(q[at + i]) * scales[j]);
+  });
 }
 
 }  // namespace fp8_ref
