@@ -16,6 +16,7 @@
 #include "formats/limits.hpp"
 #include "formats/io.hpp"
 #include "convert.hpp"
+#include "estimates.hpp"
 #include "linalg.hpp"
 #include "metrics.hpp"
 #include "schemes/export.hpp"
