@@ -294,9 +294,9 @@ void weight_matrix(lesson::report& r) {
 void generator_check(lesson::report& r) {
   r.section("numpy RandomState(42) replayed (lesson/numpy_random.hpp), against numpy's values");
   lesson::numpy_random u(42), n(42);
-  r.exact("random_sample() #1", u.random_sample(), 0.3745401188473625, 16);
-  r.exact("standard_normal() #1", n.standard_normal(), 0.4967141530112327, 16);
-  r.exact("standard_normal() #2", n.standard_normal(), -0.13826430117118466, 16);
+  r.self_check("random_sample() #1", u.random_sample(), 0.3745401188473625, 16);
+  r.self_check("standard_normal() #1", n.standard_normal(), 0.4967141530112327, 16);
+  r.self_check("standard_normal() #2", n.standard_normal(), -0.13826430117118466, 16);
 }
 
 }  // namespace
