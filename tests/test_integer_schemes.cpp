@@ -952,4 +952,51 @@ TEST(IntegerIssue9, SpanFormsCheckEverySize) {
   EXPECT_EQ(lowbit::quantize_int(x, 2, 100, p, codes, scales, zeros).code(), errc::bad_group_size);  // shape first
 }
 
+// quantize_dequantize_int: the values the codes decode to, and nothing written on an error.
+TEST(QuantizeDequantize, PerTensorInt8ByHand) {
+  // amax 12.7: scale 0.1; 0.26 -> 2.6 -> code 3 -> 0.3; -1.25 -> -12.5 -> -12 (ties to even) -> -1.2.
+  const std::vector<float> x = {0.26f, -1.25f, 12.7f, 0.0f};
+  std::vector<float> y(x.size(), -99.0f);
+  const int_params p = lowbit::int_presets::int8_per_tensor();
+  ASSERT_TRUE(lowbit::quantize_dequantize_int(lowbit::span<const float>(x), 1, 4, p, lowbit::span<float>(y)).ok());
+  EXPECT_FLOAT_EQ(y[0], 3 * (12.7f / 127));
+  EXPECT_FLOAT_EQ(y[1], -12 * (12.7f / 127));
+  EXPECT_FLOAT_EQ(y[2], 127 * (12.7f / 127));
+  EXPECT_EQ(y[3], 0.0f);
+}
+
+TEST(QuantizeDequantize, MatchesTheTwoCallsOnEveryScheme) {
+  std::vector<float> x(6 * 64);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i)) * (1.0f + static_cast<float>(i % 7));
+  for (const int_params& p : {lowbit::int_presets::gptq(4, 32), lowbit::int_presets::awq(4, 32),
+                              lowbit::int_presets::kivi(2, 16), lowbit::int_presets::int8_per_token(),
+                              lowbit::int_presets::int8_per_tensor()}) {
+    const lowbit::result<lowbit::int_grouping> g = lowbit::int_groups(p, 6, 64);
+    ASSERT_TRUE(g.ok());
+    std::vector<std::uint8_t> codes(x.size());
+    std::vector<float> scales(g.value.group_count), zeros(g.value.group_count), two(x.size()), one(x.size());
+    ASSERT_TRUE(lowbit::quantize_int(x.data(), 6, 64, p, codes.data(), scales.data(), zeros.data()).ok());
+    ASSERT_TRUE(lowbit::dequantize_int(codes.data(), scales.data(), zeros.data(), 6, 64, p, two.data()).ok());
+    ASSERT_TRUE(lowbit::quantize_dequantize_int(x.data(), 6, 64, p, one.data()).ok());
+    EXPECT_EQ(one, two);
+  }
+}
+
+TEST(QuantizeDequantize, ErrorsWriteNothing) {
+  std::vector<float> x = {1.0f, 2.0f, std::numeric_limits<float>::quiet_NaN(), 4.0f};
+  std::vector<float> y(4, -99.0f);
+  const int_params p = lowbit::int_presets::int8_per_tensor();
+  EXPECT_EQ(lowbit::quantize_dequantize_int(x.data(), 1, 4, p, y.data()).code(), errc::non_finite_input);
+  EXPECT_EQ(y, std::vector<float>(4, -99.0f));
+  x[2] = 3.0f;
+  EXPECT_EQ(lowbit::quantize_dequantize_int(x.data(), 1, 4, p, x.data()).code(), errc::overlapping_buffers);
+  EXPECT_EQ(lowbit::quantize_dequantize_int(x.data(), 1, 4, p, opaque_null<float>()).code(), errc::bad_argument);
+  EXPECT_EQ(lowbit::quantize_dequantize_int(x.data(), 1, 4, lowbit::int_presets::gptq(4, 3), y.data()).code(),
+            errc::bad_group_size);
+  EXPECT_EQ(lowbit::quantize_dequantize_int(lowbit::span<const float>(x), 1, 3, p, lowbit::span<float>(y)).code(),
+            errc::size_mismatch);
+  EXPECT_EQ(y, std::vector<float>(4, -99.0f));
+  EXPECT_TRUE(lowbit::quantize_dequantize_int(opaque_null<const float>(), 0, 4, p, opaque_null<float>()).ok());
+}
+
 }  // namespace

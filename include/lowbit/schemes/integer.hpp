@@ -33,6 +33,7 @@
 #include <type_traits>
 
 #include "../core/checks.hpp"
+#include "../core/memory.hpp"
 #include "../core/packing.hpp"
 #include "../core/rounding.hpp"
 #include "../core/span.hpp"
@@ -173,6 +174,13 @@ inline int_params ggml_q8_0() noexcept {
 inline int_params int8_per_channel(scale_storage fmt = scale_storage::fp32) noexcept {
   int_params p;
   p.scale_format = fmt;
+  return p;
+}
+// One INT8 symmetric scale for the whole tensor (the lesson's per-tensor activation scale,
+// amax / 127; SmoothQuant's O3 setting).
+inline int_params int8_per_tensor(scale_storage fmt = scale_storage::fp32) noexcept {
+  int_params p = int8_per_channel(fmt);
+  p.granularity = granularity::per_tensor;
   return p;
 }
 // SmoothQuant W8A8 activations: INT8 symmetric per token.
@@ -1317,6 +1325,44 @@ inline status dequantize_packed(span<const std::uint8_t> packed, span<const floa
                                                   span<const float> zeros, std::size_t rows, std::size_t cols,
                                                   const int_params& p, span<bfloat16> dst) noexcept {
   return detail::dequantize_packed(packed, scales, zeros, rows, cols, p, dst);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Quantize, then dequantize: what a kernel computes with ("fake quantization")
+
+// dst [rows, cols] gets the values src's codes decode to: quantize_int then dequantize_int, with
+// the codes, scales and zeros in buffers of its own (allocated here, freed on return). This is
+// how an error is measured before choosing a scheme, or how a W8A8 layer is simulated in float.
+// dst must not overlap src. Errors: those of quantize_int, in its order, then out_of_memory; on
+// any error dst is untouched (a data error is found before anything is decoded).
+[[nodiscard]] inline status quantize_dequantize_int(const float* src, std::size_t rows, std::size_t cols,
+                                                    const int_params& p, float* dst,
+                                                    const std::uint32_t* random_bits = nullptr) noexcept {
+  const result<detail::int_call> c = detail::int_call_shape(p, rows, cols);
+  if (!c.ok()) return c.status;
+  const std::size_t n = c.value.n;
+  if (n == 0) return status{};
+  const std::uint32_t* rb = detail::rounding_bits(p, random_bits);
+  if (status s = detail::check_buffers({detail::buffer_of(src, n), detail::buffer_of(rb, rb != nullptr ? n : 0)},
+                                       {detail::buffer_of(dst, n)});
+      !s)
+    return s;
+  const std::unique_ptr<std::uint8_t[]> codes = detail::allocate_buffer<std::uint8_t>(n);
+  const std::unique_ptr<float[]> scales = detail::allocate_buffer<float>(c.value.g.group_count);
+  const std::unique_ptr<float[]> zeros = detail::allocate_buffer<float>(c.value.zero_count);
+  if (!codes || !scales || !zeros) return status(errc::out_of_memory);
+  if (status s = quantize_int(src, rows, cols, p, codes.get(), scales.get(), zeros.get(), rb); !s) return s;
+  return dequantize_int(codes.get(), scales.get(), zeros.get(), rows, cols, p, dst);
+}
+// Span form: src and dst hold rows*cols values, random_bits none or rows*cols (size_mismatch).
+[[nodiscard]] inline status quantize_dequantize_int(span<const float> src, std::size_t rows, std::size_t cols,
+                                                    const int_params& p, span<float> dst,
+                                                    span<const std::uint32_t> random_bits = {}) noexcept {
+  const result<detail::int_call> c = detail::int_call_shape(p, rows, cols);
+  if (!c.ok()) return c.status;
+  if (src.size() != c.value.n || dst.size() != c.value.n || (!random_bits.empty() && random_bits.size() != c.value.n))
+    return status(errc::size_mismatch);
+  return quantize_dequantize_int(src.data(), rows, cols, p, dst.data(), random_bits.data());
 }
 
 // ---------------------------------------------------------------------------------------------
