@@ -63,14 +63,9 @@ lowbit::int_params kivi_2bit(lowbit::int_group_axis axis) {
 
 // K quantized with p and dequantized again: the keys attention reads back from the cache.
 std::vector<float> round_trip(const std::vector<float>& k, const lowbit::int_params& p) {
-  const lowbit::result<lowbit::int_grouping> g = lowbit::int_groups(p, kTokens, kChannels);
-  ok(g.status, "int_groups");
-  std::vector<std::uint8_t> codes(k.size());
-  std::vector<float> scales(g.value.group_count), offsets(g.value.group_count), back(k.size());
-  ok(lowbit::quantize_int(lowbit::span<const float>(k), kTokens, kChannels, p, codes, scales, offsets),
-     "quantize_int");
-  ok(lowbit::dequantize_int(lowbit::span<const std::uint8_t>(codes), scales, offsets, kTokens, kChannels, p, back),
-     "dequantize_int");
+  std::vector<float> back(k.size());
+  ok(lowbit::quantize_dequantize_int(lowbit::span<const float>(k), kTokens, kChannels, p, lowbit::span<float>(back)),
+     "quantize_dequantize_int");
   return back;
 }
 

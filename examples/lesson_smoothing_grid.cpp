@@ -55,12 +55,6 @@ void ok(lowbit::status s, const char* what) {
   }
 }
 
-lowbit::int_params int8_per_tensor() {
-  lowbit::int_params p = lowbit::int_presets::int8_per_channel();
-  p.granularity = lowbit::granularity::per_tensor;
-  return p;
-}
-
 // x [rows, cols] quantized with p and dequantized again, with the codes and scales used.
 struct round_trip {
   std::vector<float> back;
@@ -103,7 +97,7 @@ struct w8a8 {
 };
 
 w8a8 run_w8a8(const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>& y) {
-  const round_trip xq = quantize(x, kTokens, kIn, int8_per_tensor());
+  const round_trip xq = quantize(x, kTokens, kIn, lowbit::int_presets::int8_per_tensor());
   const round_trip wq = quantize(w, kOut, kIn, lowbit::int_presets::int8_per_channel());
   const std::vector<float> yq = matmul(xq.back, wq.back);
   const lowbit::result<double> e = lowbit::relative_frobenius_error(y, yq);

@@ -41,25 +41,17 @@ void ok(lowbit::status s, const char* what) {
   }
 }
 
-// INT8 symmetric (-127..127, round half to even) with one scale for the whole matrix: the
-// per-tensor activation scale of the lesson. lowbit's SmoothQuant preset is per channel/token.
-lowbit::int_params int8_per_tensor() {
-  lowbit::int_params p = lowbit::int_presets::int8_per_channel();
-  p.granularity = lowbit::granularity::per_tensor;
-  return p;
-}
+// The INT8 schemes of the lesson: symmetric -127..127, round half to even; activations with one
+// scale for the whole tensor, weights with one per output channel.
+const lowbit::int_params int8_per_tensor = lowbit::int_presets::int8_per_tensor();
+const lowbit::int_params int8_per_channel = lowbit::int_presets::int8_per_channel();
 
 // x [rows, cols] quantized with p and dequantized again: the values the INT8 GEMM computes with.
-// The codes are returned too when asked for.
 std::vector<float> int_round_trip(const std::vector<float>& x, std::size_t rows, std::size_t cols,
-                                  const lowbit::int_params& p, std::vector<std::uint8_t>* codes_out = nullptr) {
-  const lowbit::result<lowbit::int_grouping> g = lowbit::int_groups(p, rows, cols);
-  ok(g.status, "int_groups");
-  std::vector<std::uint8_t> codes(x.size());
-  std::vector<float> scales(g.value.group_count), y(x.size());
-  ok(lowbit::quantize_int(lowbit::span<const float>(x), rows, cols, p, codes, scales, {}), "quantize_int");
-  ok(lowbit::dequantize_int(lowbit::span<const std::uint8_t>(codes), scales, {}, rows, cols, p, y), "dequantize_int");
-  if (codes_out != nullptr) *codes_out = codes;
+                                  const lowbit::int_params& p) {
+  std::vector<float> y(x.size());
+  ok(lowbit::quantize_dequantize_int(lowbit::span<const float>(x), rows, cols, p, lowbit::span<float>(y)),
+     "quantize_dequantize_int");
   return y;
 }
 
@@ -110,14 +102,14 @@ void channel_112(lesson::report& r) {
   r.section("4.1: one per-tensor INT8 scale for a tensor holding the outlier");
   // The outlier and a few typical activations, quantized together with one scale.
   const std::vector<float> x = {80.0f, 0.35f, 0.5f, 0.65f, 0.9f};
-  std::vector<std::uint8_t> codes;
-  const std::vector<float> back = int_round_trip(x, 1, x.size(), int8_per_tensor(), &codes);
+  const std::vector<float> back = int_round_trip(x, 1, x.size(), int8_per_tensor);
   const double scale = back[0] / 127.0;  // 80 comes back exactly as 127 steps
+  const auto level = [&](std::size_t i) { return std::lround(back[i] / scale); };
   r.exact("per-tensor scale S = 80 / 127", scale, 0.63, 2);
   r.exact("0.5 / S, in steps", 0.5 / scale, 0.8, 1);
   std::set<int> levels;
-  for (std::size_t i = 1; i < x.size(); ++i) levels.insert(lowbit::symmetric_value(codes[i], 8));
-  r.exact("integer level of 0.5", lowbit::symmetric_value(codes[2], 8), 1LL);
+  for (std::size_t i = 1; i < x.size(); ++i) levels.insert(static_cast<int>(level(i)));
+  r.exact("integer level of 0.5", static_cast<long long>(level(2)), 1LL);
   r.note(fmt::format("0.35, 0.5, 0.65 and 0.9 use {} integer level(s) ({}); 0.5 comes back as {:.4f}", levels.size(),
                      fmt::join(levels, ", "), back[2]));
 }
@@ -178,8 +170,8 @@ double w8a8_sqnr(const layer& l, float alpha) {
   ok(lowbit::divide_input_channels(l.x.data(), s.data(), kTokens, kIn, xs.data()), "divide_input_channels");
   ok(lowbit::scale_input_channels(s.data(), kOut, kIn, ws.data()), "scale_input_channels");
   // 3. INT8: activations with one scale per tensor, weights one scale per output channel.
-  const std::vector<float> xq = int_round_trip(xs, kTokens, kIn, int8_per_tensor());
-  const std::vector<float> wq = int_round_trip(ws, kOut, kIn, lowbit::int_presets::int8_per_channel());
+  const std::vector<float> xq = int_round_trip(xs, kTokens, kIn, int8_per_tensor);
+  const std::vector<float> wq = int_round_trip(ws, kOut, kIn, int8_per_channel);
   // 4. Y^ = Xq Wq (Wq stored [out, in], so transposed) against the unquantized Y.
   std::vector<float> yq(kTokens * kOut);
   lowbit::gemm_options nt;
@@ -195,8 +187,8 @@ std::vector<double> search_sqnr(const layer& l, const std::vector<float>& alphas
   const lowbit::linear_weight layers[] = {{l.wt.data(), kOut}};
   lowbit::smoothquant_search_options o;
   o.alphas = lowbit::span<const float>(alphas);
-  o.activations = int8_per_tensor();
-  o.weights = lowbit::int_presets::int8_per_channel();
+  o.activations = int8_per_tensor;
+  o.weights = int8_per_channel;
   const lowbit::result<lowbit::smoothquant_search_result> res = lowbit::smoothquant_search(
       l.x.data(), amax.data(), lowbit::span<const lowbit::linear_weight>(layers), kTokens, kIn, o);
   ok(res.status, "smoothquant_search");
@@ -277,8 +269,8 @@ void weight_matrix(lesson::report& r) {
   per_group.granularity = lowbit::granularity::per_group;
   per_group.group_size = 64;
   const std::string why = "reconstructed input: the lesson's script is not given";
-  r.within("per-tensor (dB)", sqnr_db(wf, int_round_trip(wf, rows, cols, int8_per_tensor())), 20.8, 0.3, 1, why);
-  r.within("per-row (dB)", sqnr_db(wf, int_round_trip(wf, rows, cols, lowbit::int_presets::int8_per_channel())),
+  r.within("per-tensor (dB)", sqnr_db(wf, int_round_trip(wf, rows, cols, int8_per_tensor)), 20.8, 0.3, 1, why);
+  r.within("per-row (dB)", sqnr_db(wf, int_round_trip(wf, rows, cols, int8_per_channel)),
            43.3, 0.3, 1, why);
   r.within("per-group of 64 (dB)", sqnr_db(wf, int_round_trip(wf, rows, cols, per_group)), 44.6, 0.3, 1, why);
 
