@@ -189,8 +189,9 @@ inline int_params int8_per_token(scale_storage fmt = scale_storage::fp32) noexce
   p.granularity = granularity::per_token;
   return p;
 }
-// KIVI: float offset m = min, s = (max - min)/(2^b - 1), per group (keys: per channel over a
-// group of tokens, i.e. rows = channels; values: per token), fp16 metadata.
+// KIVI: float offset m = min, s = (max - min)/(2^b - 1), per group, fp16 metadata. Keys are
+// grouped per channel: for a [tokens, channels] cache set group_axis = int_group_axis::rows (a
+// group runs down a channel over group_size tokens); values per token, the default axis.
 inline int_params kivi(int bits = 2, std::size_t group_size = 32) noexcept {
   int_params p = gptq(bits, group_size);
   p.scheme = int_scheme::affine_offset;
