@@ -8,7 +8,7 @@ cd "$root"
 
 # shellcheck source=scripts/ensure-packages.sh
 source scripts/ensure-packages.sh
-ensure_packages cmake ninja-build g++ clang libgtest-dev libbenchmark-dev libfmt-dev
+ensure_packages cmake ninja-build g++ clang libgtest-dev libbenchmark-dev libfmt-dev nlohmann-json3-dev
 
 # Use every core unless the caller says otherwise.
 jobs="$(nproc 2>/dev/null || echo 2)"
