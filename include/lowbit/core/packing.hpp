@@ -36,7 +36,10 @@ inline void pack_nibbles(const std::uint8_t* codes, std::uint8_t* out, std::size
 }
 
 inline void unpack_nibbles(const std::uint8_t* packed, std::uint8_t* codes, std::size_t n) noexcept {
-  for (std::size_t i = 0; i < n; ++i) codes[i] = static_cast<std::uint8_t>((packed[i / 2] >> (4 * (i % 2))) & 0x0Fu);
+  for (std::size_t i = 0; i < n; ++i) {
+    const unsigned shift = i % 2 != 0 ? 4u : 0u;  // an unsigned shift: GCC's -Wsign-conversion under UBSan
+    codes[i] = static_cast<std::uint8_t>((packed[i / 2] >> shift) & 0x0Fu);
+  }
 }
 
 // Packs n 6-bit codes into packed_bytes(n, 6) bytes (four codes per three bytes).
