@@ -1,0 +1,166 @@
+// lowbit::io: one entry point for every tensor file lowbit reads, chosen by the file name:
+//   *.safetensors          safetensors_file
+//   *.npy                  npy_file (one tensor, named after the file)
+//   *.json (model.json)    tfjs_model (a TF.js weight manifest and its shards)
+//   *.gguf                 not yet (see the GGUF marker below)
+// Any other name is recognised by its first bytes: the .npy magic, a safetensors header (an
+// 8-byte length then '{'), or a JSON object.
+#ifndef LOWBIT_IO_TENSOR_FILE_HPP
+#define LOWBIT_IO_TENSOR_FILE_HPP
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "mapped_file.hpp"
+#include "npy.hpp"
+#include "safetensors.hpp"
+#include "tensor.hpp"
+#include "tfjs.hpp"
+// GGUF: #include "gguf.hpp" here (and see the other GGUF markers below).
+
+namespace lowbit {
+namespace io {
+
+enum class tensor_file_kind : std::uint8_t {
+  safetensors,
+  npy,
+  tfjs,
+  // GGUF: gguf,
+};
+
+// A tensor file of any kind lowbit reads. Move-only; the views (copies of the reader's, pointing
+// into the same maps and buffers, which a move does not relocate) are valid while it lives.
+class tensor_file {
+ public:
+  tensor_file() = default;
+  tensor_file(const tensor_file&) = delete;
+  tensor_file& operator=(const tensor_file&) = delete;
+  tensor_file(tensor_file&&) noexcept = default;
+  tensor_file& operator=(tensor_file&&) noexcept = default;
+
+  static io_result<tensor_file> open(const std::string& path) {
+    io_result<tensor_file> r;
+    tensor_file& f = r.value;
+    f.path_ = path;
+    tensor_file_kind kind{};
+    if (!kind_of(path, kind, r.error)) return r;
+    f.kind_ = kind;
+    switch (kind) {
+      case tensor_file_kind::safetensors: {
+        io_result<safetensors_file> s = safetensors_file::open(path);
+        if (!s) {
+          r.value = tensor_file();
+          r.error = std::move(s.error);
+          return r;
+        }
+        f.tensors_ = s.value.tensors();
+        f.metadata_ = s.value.metadata();
+        f.owner_ = std::move(s.value);
+        break;
+      }
+      case tensor_file_kind::npy: {
+        io_result<npy_file> n = npy_file::open(path);
+        if (!n) {
+          r.value = tensor_file();
+          r.error = std::move(n.error);
+          return r;
+        }
+        f.tensors_.push_back(n.value.tensor());
+        f.owner_ = std::move(n.value);
+        break;
+      }
+      case tensor_file_kind::tfjs: {
+        io_result<tfjs_model> t = tfjs_model::open(path);
+        if (!t) {
+          r.value = tensor_file();
+          r.error = std::move(t.error);
+          return r;
+        }
+        f.tensors_ = t.value.tensors();
+        f.owner_ = std::move(t.value);
+        break;
+      }
+        // GGUF: case tensor_file_kind::gguf: open a gguf_file, copy its views and metadata.
+    }
+    return r;
+  }
+
+  const std::vector<tensor_view>& tensors() const noexcept { return tensors_; }
+  const tensor_view* find(std::string_view name) const noexcept { return detail::find_view(tensors_, name); }
+  const std::string& path() const noexcept { return path_; }
+  tensor_file_kind kind() const noexcept { return kind_; }
+  // String metadata: safetensors' "__metadata__"; empty for the other kinds.
+  const std::map<std::string, std::string>& metadata() const noexcept { return metadata_; }
+
+ private:
+  static bool ends_with(const std::string& s, std::string_view suffix) noexcept {
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  }
+
+  static bool kind_of(const std::string& path, tensor_file_kind& kind, std::string& error) {
+    if (ends_with(path, ".safetensors")) {
+      kind = tensor_file_kind::safetensors;
+      return true;
+    }
+    if (ends_with(path, ".npy")) {
+      kind = tensor_file_kind::npy;
+      return true;
+    }
+    if (ends_with(path, ".json")) {
+      kind = tensor_file_kind::tfjs;
+      return true;
+    }
+    if (ends_with(path, ".gguf")) {
+      // GGUF: kind = tensor_file_kind::gguf; return true;
+      error = path + ": GGUF files are not supported yet";
+      return false;
+    }
+    // Unknown name: look at the first bytes.
+    io_result<mapped_file> m = mapped_file::open(path);
+    if (!m) {
+      error = std::move(m.error);
+      return false;
+    }
+    const unsigned char* p = m.value.data();
+    const std::size_t n = m.value.size();
+    if (n >= 6 && std::memcmp(p, "\x93NUMPY", 6) == 0) {
+      kind = tensor_file_kind::npy;
+      return true;
+    }
+    if (n >= 4 && std::memcmp(p, "GGUF", 4) == 0) {
+      // GGUF: kind = tensor_file_kind::gguf; return true;
+      error = path + ": GGUF files are not supported yet";
+      return false;
+    }
+    if (n >= 9 && p[8] == '{' && detail::load_le64(p) <= n - 8) {
+      kind = tensor_file_kind::safetensors;
+      return true;
+    }
+    std::size_t i = 0;
+    while (i < n && (p[i] == ' ' || p[i] == '\n' || p[i] == '\r' || p[i] == '\t')) ++i;
+    if (i < n && (p[i] == '{' || p[i] == '[')) {
+      kind = tensor_file_kind::tfjs;
+      return true;
+    }
+    error = path + ": unknown tensor file type (expected .safetensors, .npy or a TF.js model.json)";
+    return false;
+  }
+
+  std::string path_;
+  tensor_file_kind kind_ = tensor_file_kind::safetensors;
+  std::vector<tensor_view> tensors_;
+  std::map<std::string, std::string> metadata_;
+  std::variant<std::monostate, safetensors_file, npy_file, tfjs_model> owner_;
+};
+
+}  // namespace io
+}  // namespace lowbit
+
+#endif  // LOWBIT_IO_TENSOR_FILE_HPP
