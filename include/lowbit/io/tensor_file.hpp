@@ -2,7 +2,8 @@
 //   *.safetensors          safetensors_file
 //   *.npy                  npy_file (one tensor, named after the file)
 //   *.json (model.json)    tfjs_model (a TF.js weight manifest and its shards)
-//   *.gguf                 not yet (see the GGUF marker below)
+//   *.gguf                 gguf_file: its F32, F16 and BF16 tensors (block-quantized ones, Q4_0,
+//                          Q8_0, MXFP4, are listed by gguf_file::tensor_infos, not as views)
 // Any other name is recognised by its first bytes: the .npy magic, a safetensors header (an
 // 8-byte length then '{'), or a JSON object.
 #ifndef LOWBIT_IO_TENSOR_FILE_HPP
@@ -22,8 +23,8 @@
 #include "npy.hpp"
 #include "safetensors.hpp"
 #include "tensor.hpp"
+#include "gguf.hpp"
 #include "tfjs.hpp"
-// GGUF: #include "gguf.hpp" here (and see the other GGUF markers below).
 
 namespace lowbit {
 namespace io {
@@ -32,7 +33,7 @@ enum class tensor_file_kind : std::uint8_t {
   safetensors,
   npy,
   tfjs,
-  // GGUF: gguf,
+  gguf,
 };
 
 // A tensor file of any kind lowbit reads. Move-only; the views (copies of the reader's, pointing
@@ -87,7 +88,20 @@ class tensor_file {
         f.owner_ = std::move(t.value);
         break;
       }
-        // GGUF: case tensor_file_kind::gguf: open a gguf_file, copy its views and metadata.
+      case tensor_file_kind::gguf: {
+        io_result<gguf_file> g = gguf_file::open(path);
+        if (!g) {
+          r.value = tensor_file();
+          r.error = std::move(g.error);
+          return r;
+        }
+        f.tensors_ = g.value.float_tensors();
+        for (const auto& kv : g.value.metadata()) {
+          if (const std::string* text = kv.second.as_string()) f.metadata_[kv.first] = *text;
+        }
+        f.owner_ = std::move(g.value);
+        break;
+      }
     }
     return r;
   }
@@ -96,7 +110,7 @@ class tensor_file {
   const tensor_view* find(std::string_view name) const noexcept { return detail::find_view(tensors_, name); }
   const std::string& path() const noexcept { return path_; }
   tensor_file_kind kind() const noexcept { return kind_; }
-  // String metadata: safetensors' "__metadata__"; empty for the other kinds.
+  // String metadata: safetensors' "__metadata__", GGUF's string-valued keys; empty otherwise.
   const std::map<std::string, std::string>& metadata() const noexcept { return metadata_; }
 
  private:
@@ -118,9 +132,8 @@ class tensor_file {
       return true;
     }
     if (ends_with(path, ".gguf")) {
-      // GGUF: kind = tensor_file_kind::gguf; return true;
-      error = path + ": GGUF files are not supported yet";
-      return false;
+      kind = tensor_file_kind::gguf;
+      return true;
     }
     // Unknown name: look at the first bytes.
     io_result<mapped_file> m = mapped_file::open(path);
@@ -135,9 +148,8 @@ class tensor_file {
       return true;
     }
     if (n >= 4 && std::memcmp(p, "GGUF", 4) == 0) {
-      // GGUF: kind = tensor_file_kind::gguf; return true;
-      error = path + ": GGUF files are not supported yet";
-      return false;
+      kind = tensor_file_kind::gguf;
+      return true;
     }
     if (n >= 9 && p[8] == '{' && detail::load_le64(p) <= n - 8) {
       kind = tensor_file_kind::safetensors;
@@ -149,7 +161,7 @@ class tensor_file {
       kind = tensor_file_kind::tfjs;
       return true;
     }
-    error = path + ": unknown tensor file type (expected .safetensors, .npy or a TF.js model.json)";
+    error = path + ": unknown tensor file type (expected .safetensors, .gguf, .npy or a TF.js model.json)";
     return false;
   }
 
@@ -157,7 +169,7 @@ class tensor_file {
   tensor_file_kind kind_ = tensor_file_kind::safetensors;
   std::vector<tensor_view> tensors_;
   std::map<std::string, std::string> metadata_;
-  std::variant<std::monostate, safetensors_file, npy_file, tfjs_model> owner_;
+  std::variant<std::monostate, safetensors_file, npy_file, tfjs_model, gguf_file> owner_;
 };
 
 }  // namespace io
