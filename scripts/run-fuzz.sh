@@ -39,7 +39,8 @@ if [ "${#targets[@]}" -eq 0 ]; then
   exit 1
 fi
 
-# Seed corpus: 24 small deterministic inputs per target (an LCG; no files in the repository).
+# Seed corpus: 24 small deterministic inputs per target (an LCG), plus the target's checked-in
+# seeds in tests/fuzz/corpus/TARGET when it has some.
 # Byte 0 of each walks the first choice a target makes (format, family, scheme).
 make_corpus() {
   local dir="$1" k i x bytes
@@ -70,6 +71,10 @@ run_one() {
   rm -rf "$artifacts"
   mkdir -p "$artifacts"
   [ -n "$(ls -A "$corpus" 2>/dev/null)" ] || make_corpus "$corpus"
+  # Checked-in seeds (tests/fuzz/corpus/TARGET: hand-made valid and malformed files) join them.
+  if [ -d "$root/tests/fuzz/corpus/$t" ]; then
+    cp -n "$root/tests/fuzz/corpus/$t"/* "$corpus"/ 2>/dev/null || true
+  fi
   local start end cpu
   start=$(date +%s)
   # The CPU time (user + sys) of the fuzzer goes to $t.cpu.
