@@ -106,6 +106,7 @@ TEST(SmoothQuant, ClosedFormAndClamps) {
   float s[5];
   lowbit::smoothquant_options o;
   o.alpha = 0.5f;
+  o.inactive = lowbit::inactive_channel::reference;
   ASSERT_TRUE(lowbit::smoothquant_scales(act, wmax, 5, o, s).ok());
   EXPECT_FLOAT_EQ(s[0], std::sqrt(80.0f / 0.02f));
   EXPECT_FLOAT_EQ(s[1], std::sqrt(4.0f / 0.5f));
@@ -115,6 +116,22 @@ TEST(SmoothQuant, ClosedFormAndClamps) {
   o.alpha = 0.0f;
   ASSERT_TRUE(lowbit::smoothquant_scales(act, wmax, 5, o, s).ok());
   EXPECT_FLOAT_EQ(s[2], 4.0f);  // 0^0 = 1: 1 / 0.25
+}
+
+TEST(SmoothQuant, InactiveChannelsAreLeftAloneByDefault) {
+  // Channels 2 and 4 were never active in calibration: s = 1 at every alpha (the reference's
+  // 1e-5 would multiply a later input by 1e5); the active channels follow the formula.
+  const float act[] = {80.0f, 4.0f, 0.0f, 1.0f, 0.0f};
+  const float wmax[] = {0.02f, 0.5f, 0.25f, 0.0f, 0.0f};
+  float s[5];
+  for (const float alpha : {0.0f, 0.5f, 1.0f}) {
+    lowbit::smoothquant_options o;
+    o.alpha = alpha;
+    ASSERT_TRUE(lowbit::smoothquant_scales(act, wmax, 5, o, s).ok());
+    EXPECT_EQ(s[2], 1.0f) << alpha;
+    EXPECT_EQ(s[4], 1.0f) << alpha;
+    EXPECT_FLOAT_EQ(s[1], static_cast<float>(std::pow(4.0, alpha) / std::pow(0.5, 1.0 - alpha))) << alpha;
+  }
 }
 
 TEST(SmoothQuant, LayersSharingAnInputShareOneScale) {

@@ -45,9 +45,18 @@ namespace lowbit {
 inline constexpr float smoothquant_min_weight_max = 1e-5f;
 inline constexpr float smoothquant_min_scale = 1e-5f;
 
+// A channel whose calibration maximum max|X_j| is 0: never active in the calibration rows.
+enum class inactive_channel : std::uint8_t {
+  unit,       // s_j = 1: the channel is left as it is (lowbit's default)
+  reference,  // the reference's formula: 0^alpha / w^(1 - alpha) clamped to 1e-5 for alpha > 0, so an
+              // input the calibration never saw is multiplied by 1e5 at run time (on a real model's
+              // held-out tokens this took W8A8's relative error to 1.0: docs/real-model.md)
+};
+
 // The paper's default migration strength (OPT, BLOOM; the reference recommends 0.8-0.9 for Llama).
 struct smoothquant_options {
   float alpha = 0.5f;  // in [0, 1]
+  inactive_channel inactive = inactive_channel::unit;
 };
 
 struct smoothquant_search_options {
@@ -57,6 +66,7 @@ struct smoothquant_search_options {
   span<const float> alphas{};  // an explicit grid, each in [0, 1]
   int_params activations = int_presets::int8_per_token();  // Qa, on [tokens, in]
   int_params weights = int_presets::int8_per_channel();    // Qw, on each layer's [out, in]
+  inactive_channel inactive = inactive_channel::unit;      // as in smoothquant_options
 };
 
 // Every alpha's score and the best. The errors are relative: ||Y - Y^||^2 / ||Y||^2 over the
@@ -81,8 +91,13 @@ inline status sq_check_maxima(const float* v, std::size_t n) noexcept {
 }
 
 // s from checked maxima (act_max, wmax unclamped).
-inline void sq_scales(const float* act_max, const float* wmax, std::size_t in, double alpha, float* s) noexcept {
+inline void sq_scales(const float* act_max, const float* wmax, std::size_t in, double alpha, inactive_channel inactive,
+                      float* s) noexcept {
   for (std::size_t j = 0; j < in; ++j) {
+    if (act_max[j] == 0.0f && inactive == inactive_channel::unit) {
+      s[j] = 1.0f;
+      continue;
+    }
     const double w = wmax[j] > smoothquant_min_weight_max ? static_cast<double>(wmax[j])
                                                           : static_cast<double>(smoothquant_min_weight_max);
     const double v = std::pow(static_cast<double>(act_max[j]), alpha) / std::pow(w, 1.0 - alpha);
@@ -203,7 +218,7 @@ inline status sq_check_search_options(const smoothquant_search_options& o) noexc
     return st;
   if (status st = detail::sq_check_maxima(act_max, in); !st) return st;
   if (status st = detail::sq_check_maxima(weight_max, in); !st) return st;
-  detail::sq_scales(act_max, weight_max, in, o.alpha, s);
+  detail::sq_scales(act_max, weight_max, in, o.alpha, o.inactive, s);
   return status{};
 }
 
@@ -227,7 +242,7 @@ inline status sq_check_search_options(const smoothquant_search_options& o) noexc
   std::unique_ptr<float[]> wmax = detail::allocate_buffer<float>(in);
   if (!wmax) return errc::out_of_memory;
   detail::layers_column_max(layers, in, wmax.get());
-  detail::sq_scales(act_max, wmax.get(), in, o.alpha, s);
+  detail::sq_scales(act_max, wmax.get(), in, o.alpha, o.inactive, s);
   return status{};
 }
 
@@ -347,7 +362,7 @@ inline status sq_check_search_options(const smoothquant_search_options& o) noexc
     else if (points > 1)
       a = static_cast<float>(static_cast<double>(i) / static_cast<double>(points - 1));
     out.alphas.values()[i] = a;
-    detail::sq_scales(act_max, wmax.get(), in, a, s.get());
+    detail::sq_scales(act_max, wmax.get(), in, a, o.inactive, s.get());
     double e = 0.0;
     if (!(r.status = score(s.get(), &e))) {
       out = smoothquant_search_result{};
@@ -358,7 +373,7 @@ inline status sq_check_search_options(const smoothquant_search_options& o) noexc
   }
   out.alpha = out.alphas.values()[best];
   out.error = out.errors.values()[best];
-  detail::sq_scales(act_max, wmax.get(), in, out.alpha, out.scales.values().data());
+  detail::sq_scales(act_max, wmax.get(), in, out.alpha, o.inactive, out.scales.values().data());
   return r;
 }
 
