@@ -64,10 +64,13 @@ inline std::string skip_reason(const io::tensor_view& t) {
   return "";
 }
 
-inline void measure(tensor_result& r, const std::vector<const scheme*>& schemes, std::atomic<std::uint64_t>& done) {
+inline void measure(const input_file& file, tensor_result& r, const std::vector<const scheme*>& schemes,
+                    std::atomic<std::uint64_t>& done) {
   const io::tensor_view& t = *r.view;
   std::vector<float> src;
-  if (const io::io_status s = io::to_float(t, src); !s.ok()) {
+  const io::io_status read = io::to_float(t, src);
+  file.release(t);  // its float copy is all that is needed now: memory stays bounded on large files
+  if (const io::io_status& s = read; !s.ok()) {
     r.error = s.error;
     done += static_cast<std::uint64_t>(schemes.size()) * t.elements();
     return;
@@ -128,7 +131,7 @@ inline void draw_progress(double fraction, std::size_t tensors_done, std::size_t
 }
 
 // Runs measure() over every tensor on `threads` threads, with a progress line when asked.
-inline void measure_all(std::vector<tensor_result>& results, const std::vector<const scheme*>& schemes,
+inline void measure_all(const input_file& file, std::vector<tensor_result>& results, const std::vector<const scheme*>& schemes,
                         std::size_t threads, bool progress) {
   std::atomic<std::size_t> next{0};
   std::atomic<std::size_t> finished{0};
@@ -139,7 +142,7 @@ inline void measure_all(std::vector<tensor_result>& results, const std::vector<c
     for (;;) {
       const std::size_t i = next.fetch_add(1);
       if (i >= results.size()) return;
-      measure(results[i], schemes, done);
+      measure(file, results[i], schemes, done);
       ++finished;
     }
   };
@@ -351,7 +354,7 @@ inline int run_report(int argc, char** argv) {
   }
   const bool progress = !args.has("no-progress") &&
                         (args.has("progress") || (::isatty(STDERR_FILENO) == 1 && float_bytes > (64u << 20)));
-  measure_all(results, schemes, threads, progress);
+  measure_all(file.value, results, schemes, threads, progress);
 
   for (const tensor_result& r : results)
     if (!r.error.empty()) {

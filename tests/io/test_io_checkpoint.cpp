@@ -223,6 +223,88 @@ TEST(CheckpointLayout, Mxfp4NamesDtypesShapes) {
                 {{"weight_packed", dtype::u8, {256, 256}}, {"weight_scale", dtype::u8, {256, 16}}});
 }
 
+TEST(CheckpointLayout, Int8PerChannelNamesDtypesShapes) {
+  const auto w = weights(kOut * kIn);
+  expect_layout(quantize(w, kOut, kIn, opts(checkpoint_format::int8_per_channel)),
+                {{"weight", dtype::i8, {256, 512}}, {"weight_scale", dtype::f32, {256, 1}}});
+}
+
+// linear_layout declares exactly what quantize_linear writes (names, dtypes, shapes, bytes, order).
+TEST(CheckpointLayout, LinearLayoutMatchesQuantizeLinear) {
+  const auto w = weights(kOut * kIn);
+  std::vector<checkpoint_options> all;
+  for (checkpoint_format f :
+       {checkpoint_format::gptq, checkpoint_format::awq, checkpoint_format::fp8_per_tensor,
+        checkpoint_format::fp8_per_channel, checkpoint_format::compressed_int4, checkpoint_format::nvfp4,
+        checkpoint_format::mxfp4, checkpoint_format::int8_per_channel})
+    all.push_back(opts(f));
+  for (std::size_t g : {std::size_t{0}, std::size_t{32}}) {
+    checkpoint_options o = opts(checkpoint_format::gptq);
+    o.group_size = g;
+    o.bits = g == 0 ? 8 : 2;
+    all.push_back(o);
+    o = opts(checkpoint_format::compressed_int4);
+    o.group_size = g;
+    o.symmetric = false;
+    o.scale_dtype = dtype::f32;
+    all.push_back(o);
+    o = opts(checkpoint_format::awq);
+    o.symmetric = false;
+    o.group_size = g;
+    all.push_back(o);
+  }
+  for (const checkpoint_options& o : all) {
+    SCOPED_TRACE(std::string(lowbit::io::checkpoint_detail::format_name(o.format)) + " bits " +
+                 std::to_string(o.bits) + " group " + std::to_string(o.group_size));
+    const auto t = quantize(w, kOut, kIn, o);
+    const auto l = lowbit::io::linear_layout(kPrefix, kOut, kIn, o);
+    ASSERT_TRUE(l.ok()) << l.error;
+    ASSERT_EQ(l.value.size(), t.size());
+    for (std::size_t i = 0; i < t.size(); ++i) {
+      EXPECT_EQ(l.value[i].name, t[i].name);
+      EXPECT_EQ(l.value[i].type, t[i].type);
+      EXPECT_EQ(l.value[i].shape, t[i].shape);
+      EXPECT_EQ(l.value[i].bytes, t[i].bytes.size());
+      EXPECT_EQ(l.value[i].data, nullptr);
+    }
+  }
+  const auto bad = lowbit::io::linear_layout(kPrefix, kOut, 100, opts(checkpoint_format::gptq));
+  EXPECT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error.rfind(kPrefix + ": in_features 100", 0), 0u) << bad.error;
+  EXPECT_FALSE(lowbit::io::linear_layout("", kOut, kIn, opts(checkpoint_format::gptq)).ok());
+}
+
+// export_linear of the codes quantize_linear would choose gives the same bytes; GPTQ's codes
+// (another matrix on the same grid) go through the same layout.
+TEST(CheckpointLayout, ExportLinearMatchesQuantizeLinear) {
+  const auto w = weights(kOut * kIn, 7);
+  for (checkpoint_format f : {checkpoint_format::gptq, checkpoint_format::awq, checkpoint_format::compressed_int4,
+                              checkpoint_format::int8_per_channel}) {
+    SCOPED_TRACE(lowbit::io::checkpoint_detail::format_name(f));
+    checkpoint_options o = opts(f);
+    o.symmetric = f != checkpoint_format::awq;
+    const auto p = lowbit::io::checkpoint_int_params(o);
+    ASSERT_TRUE(p.ok()) << p.error;
+    const auto m = lowbit::quantized_matrix::quantize(w.data(), kOut, kIn, p.value);
+    ASSERT_TRUE(m.ok());
+    const auto e = lowbit::io::export_linear(kPrefix, m.value, o);
+    ASSERT_TRUE(e.ok()) << e.error;
+    const auto t = quantize(w, kOut, kIn, o);
+    ASSERT_EQ(e.value.size(), t.size());
+    for (std::size_t i = 0; i < t.size(); ++i) {
+      EXPECT_EQ(e.value[i].name, t[i].name);
+      EXPECT_EQ(e.value[i].shape, t[i].shape);
+      EXPECT_EQ(e.value[i].bytes, t[i].bytes);
+    }
+  }
+  const auto m = lowbit::quantized_matrix::quantize(w.data(), kOut, kIn, lowbit::int_presets::gptq(4, 128));
+  ASSERT_TRUE(m.ok());
+  EXPECT_FALSE(lowbit::io::export_linear(kPrefix, m.value, opts(checkpoint_format::nvfp4)).ok());
+  checkpoint_options o8 = opts(checkpoint_format::gptq);
+  o8.bits = 8;
+  EXPECT_FALSE(lowbit::io::export_linear(kPrefix, m.value, o8).ok());
+}
+
 // ----- bytes of tiny layers, by hand ---------------------------------------------------------------
 //
 // An 8 x 32 layer whose rows have amax 7.5 and integer values: the symmetric INT4 scale of GPTQ and
@@ -509,6 +591,30 @@ TEST(CheckpointRoundTrip, Mxfp4MatchesMxDequantize) {
   }
 }
 
+// int-quantized: the I8 byte is q (two's complement), the scale amax / 127 in F32; by hand on a
+// row whose amax is 127 (scale 1), then against lowbit's int8 per-channel round trip.
+TEST(CheckpointRoundTrip, Int8PerChannelMatchesQuantizeDequantizeInt) {
+  std::vector<float> tiny(2 * 4);
+  const float row0[4] = {127.0f, -3.0f, 0.0f, -127.0f};
+  for (std::size_t i = 0; i < 4; ++i) {
+    tiny[i] = row0[i];
+    tiny[4 + i] = row0[i] * 0.5f;
+  }
+  const auto t = quantize(tiny, 2, 4, opts(checkpoint_format::int8_per_channel));
+  const tensor_data& q = *find(t, "weight");
+  EXPECT_EQ(q.bytes[0], 127u);
+  EXPECT_EQ(q.bytes[1], 0xFDu);  // -3
+  EXPECT_EQ(q.bytes[2], 0u);
+  EXPECT_EQ(q.bytes[3], 0x81u);  // -127
+  EXPECT_EQ(f32(*find(t, "weight_scale"), 0), 1.0f);
+  EXPECT_EQ(f32(*find(t, "weight_scale"), 1), 0.5f);
+
+  const auto w = weights(kOut * kIn, 3);
+  const checkpoint_options o = opts(checkpoint_format::int8_per_channel);
+  expect_bitwise(dequantize(quantize(w, kOut, kIn, o), o, kOut, kIn),
+                 int_reference(w, kOut, kIn, lowbit::int_presets::int8_per_channel()));
+}
+
 TEST(CheckpointRoundTrip, GptqActOrderGidx) {
   // A non-trivial g_idx (act-order): input channel i belongs to group g_idx[i].
   const auto w = weights(32 * 64, 17);
@@ -605,6 +711,20 @@ TEST(CheckpointConfig, CompressedTensors) {
     EXPECT_TRUE(
         parse(lowbit::io::quantization_config_json(o))["config_groups"]["group_0"]["input_activations"].is_null());
   }
+
+  o = opts(checkpoint_format::int8_per_channel);
+  j = parse(lowbit::io::quantization_config_json(o));
+  EXPECT_EQ(j["format"], "int-quantized");
+  EXPECT_EQ(j["config_groups"]["group_0"]["format"], "int-quantized");
+  w = weights_of(j);
+  EXPECT_EQ(w["num_bits"], 8);
+  EXPECT_EQ(w["type"], "int");
+  EXPECT_EQ(w["symmetric"], true);
+  EXPECT_EQ(w["strategy"], "channel");
+  EXPECT_EQ(j["config_groups"]["group_0"]["input_activations"]["type"], "int");
+  EXPECT_EQ(j["config_groups"]["group_0"]["input_activations"]["strategy"], "token");
+  o.fp8_dynamic_activations = false;
+  EXPECT_TRUE(parse(lowbit::io::quantization_config_json(o))["config_groups"]["group_0"]["input_activations"].is_null());
 
   j = parse(lowbit::io::quantization_config_json(opts(checkpoint_format::nvfp4)));
   EXPECT_EQ(j["format"], "nvfp4-pack-quantized");
@@ -739,7 +859,7 @@ TEST(CheckpointFile, EveryFormatRoundTripsThroughSafetensors) {
   for (checkpoint_format f :
        {checkpoint_format::gptq, checkpoint_format::awq, checkpoint_format::fp8_per_tensor,
         checkpoint_format::fp8_per_channel, checkpoint_format::compressed_int4, checkpoint_format::nvfp4,
-        checkpoint_format::mxfp4}) {
+        checkpoint_format::mxfp4, checkpoint_format::int8_per_channel}) {
     SCOPED_TRACE(lowbit::io::checkpoint_detail::format_name(f));
     checkpoint_options o = opts(f);
     o.symmetric = f != checkpoint_format::awq && f != checkpoint_format::compressed_int4;

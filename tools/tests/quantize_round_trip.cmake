@@ -1,5 +1,6 @@
 # For every scheme: lowbit quantize model.safetensors, then lowbit report --json of the result,
-# and tool_testkit check-quantized on it (every name, dtype and shape as the scheme's layout says).
+# and tool_testkit check-quantized on it (every name, dtype and shape as the scheme's layout says),
+# and check-config (the quantization_config of the metadata: gptq, awq or compressed-tensors).
 #   TOOL, TESTKIT, DIR (holds model.safetensors), SCHEMES (separated by |)
 cmake_minimum_required(VERSION 3.16)
 string(REPLACE "|" ";" schemes "${SCHEMES}")
@@ -13,6 +14,18 @@ foreach(s IN LISTS schemes)
   endif()
   if(NOT out MATCHES "layers\\.0\\.mlp\\.outlier\\.weight  \\[64, 256\\] F32 -> ${s} \\([a-z_, ]+\\): SQNR [0-9.]+ dB")
     message(FATAL_ERROR "quantize --scheme ${s}: no per-layer SQNR line for the outlier weight\n${out}")
+  endif()
+  if(s MATCHES "^int4-g(128|32)$" OR s STREQUAL "int4-channel")
+    set(method gptq)
+  elseif(s STREQUAL "int4-g128-asym")
+    set(method awq)
+  else()
+    set(method compressed-tensors)
+  endif()
+  execute_process(COMMAND "${TESTKIT}" check-config "${q}" ${method}
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "check-config ${s} (${method}):\n${out}${err}")
   endif()
   execute_process(COMMAND "${TOOL}" report "${q}" --json
     RESULT_VARIABLE rc OUTPUT_VARIABLE json ERROR_VARIABLE err)

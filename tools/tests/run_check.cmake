@@ -8,7 +8,12 @@
 #   COUNT_REGEX, COUNT      stdout must have exactly COUNT lines matching COUNT_REGEX
 #   STDOUT_FILE   also write stdout there
 #   THEN          a command to run afterwards, separated by |, which must exit 0 (a testkit check)
+#   REQUIRE       a file that must exist, else the test is skipped: it prints
+#                 "lowbit-test-skipped: ..." (the tests' SKIP_REGULAR_EXPRESSION) and stops
 cmake_minimum_required(VERSION 3.16)
+if(DEFINED REQUIRE AND NOT EXISTS "${REQUIRE}")
+  message(FATAL_ERROR "lowbit-test-skipped: ${REQUIRE} is absent (the real fixture: bash scripts/fetch-fixture.sh --activations)")
+endif()
 if(NOT DEFINED EXPECT_RC)
   set(EXPECT_RC 0)
 endif()

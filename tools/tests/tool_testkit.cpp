@@ -7,10 +7,25 @@
 //   tool_testkit check-report JSON          `lowbit report --json` of model.safetensors
 //   tool_testkit check-quantized JSON S     `lowbit report --json` of model.safetensors quantized
 //                                           with scheme S: every expected name, dtype and shape
+//                                           (also written by write-fixture: DIR/acts/NAME.npy,
+//                                           activations [512, 256] of the two [64, 256] weights,
+//                                           and DIR/kernel.npy, the Gaussian weight as [in, out])
+//   tool_testkit check-config FILE METHOD   FILE (.safetensors) holds __metadata__
+//                                           quantization_config with quant_method METHOD
+//   tool_testkit check-gguf FILE            `lowbit quantize model.safetensors FILE --scheme q8_0`:
+//                                           the Q8_0 tensors' infos, the copies, the metadata
+//   tool_testkit check-method-log LOG M [REGEX]  every "-> S M (...): output error on N calibration
+//                                           rows: RTN a -> M b" line of a quantize log (of the
+//                                           tensors matching REGEX, at least one) has b < a
+//   tool_testkit check-real-report JSON     `lowbit report --json` of the real fixture's model.json
+//   tool_testkit write-big FILE N ROWS COLS N float32 matrices [ROWS, COLS], streamed to FILE
 //
 // Exit 0 when the check passes; otherwise 1 and one line per failure on stderr.
+#include <lowbit/io/gguf.hpp>
+#include <lowbit/io/safetensors.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -20,6 +35,7 @@
 #include <iostream>
 #include <map>
 #include <random>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -130,9 +146,46 @@ bool write_file(const std::string& path, const unsigned char* data, std::size_t 
   return true;
 }
 
+// A float32 .npy [rows, cols] (format 1.0, C order).
+bool write_npy(const std::string& path, const std::vector<float>& v, std::size_t rows, std::size_t cols) {
+  std::string h = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(rows) + ", " +
+                  std::to_string(cols) + "), }";
+  while ((10 + h.size() + 1) % 64 != 0) h += ' ';
+  h += '\n';
+  std::vector<unsigned char> b = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<unsigned char>(h.size() & 0xFF),
+                                  static_cast<unsigned char>(h.size() >> 8)};
+  b.insert(b.end(), h.begin(), h.end());
+  const std::vector<unsigned char> d = float_bytes(v);
+  b.insert(b.end(), d.begin(), d.end());
+  return write_file(path, b.data(), b.size());
+}
+
+// Calibration activations [512, 256]: Gaussian, every 16th input channel 10x larger (the
+// outlier channels AWQ protects), input channel 3 a copy of channel 2 plus noise (correlated
+// inputs, which GPTQ's error feedback exploits).
+std::vector<float> activations(unsigned seed) {
+  std::vector<float> x = gaussian(512 * 256, seed);
+  for (std::size_t t = 0; t < 512; ++t) {
+    for (std::size_t c = 0; c < 256; c += 16) x[t * 256 + c] *= 10.0f;
+    x[t * 256 + 3] = x[t * 256 + 2] + 0.1f * x[t * 256 + 3];
+  }
+  for (float& v : x) v *= 50.0f;  // unit scale (gaussian() has sigma 0.02)
+  return x;
+}
+
 int write_fixture(const std::string& dir) {
   std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
+  std::filesystem::create_directories(dir + "/acts", ec);
+  if (!write_npy(dir + "/acts/layers.0.mlp.gaussian.weight.npy", activations(11), 512, 256) ||
+      !write_npy(dir + "/acts/layers.0.mlp.outlier.weight.npy", activations(12), 512, 256))
+    return 1;
+  {
+    const std::vector<float> w = gaussian(64 * 256, 1);  // the Gaussian weight, stored [in, out]
+    std::vector<float> k(w.size());
+    for (std::size_t o = 0; o < 64; ++o)
+      for (std::size_t i = 0; i < 256; ++i) k[i * 64 + o] = w[o * 256 + i];
+    if (!write_npy(dir + "/kernel.npy", k, 256, 64)) return 1;
+  }
   const std::vector<unsigned char> bytes = encode(fixture_tensors());
   if (!write_file(dir + "/model.safetensors", bytes.data(), bytes.size())) return 1;
   if (!write_file(dir + "/truncated.safetensors", bytes.data(), bytes.size() / 2)) return 1;
@@ -293,6 +346,154 @@ int check_quantized(const std::string& path, const std::string& scheme) {
   return failures == 0 ? 0 : 1;
 }
 
+// ----- quantize's outputs --------------------------------------------------------------------------
+
+int check_config(const std::string& path, const std::string& method) {
+  auto f = lowbit::io::safetensors_file::open(path);
+  if (!f.ok()) {
+    fail(f.error);
+    return 1;
+  }
+  const auto it = f.value.metadata().find("quantization_config");
+  if (it == f.value.metadata().end()) {
+    fail(path + ": no quantization_config in __metadata__");
+    return 1;
+  }
+  const nlohmann::json j = nlohmann::json::parse(it->second, nullptr, false);
+  if (j.is_discarded() || j.value("quant_method", "") != method)
+    fail(path + ": quantization_config quant_method is not " + method + ": " + it->second);
+  return failures == 0 ? 0 : 1;
+}
+
+int check_gguf(const std::string& path) {
+  auto f = lowbit::io::gguf_file::open(path);
+  if (!f.ok()) {
+    fail(f.error);
+    return 1;
+  }
+  using lowbit::io::ggml_type;
+  struct want {
+    const char* name;
+    ggml_type type;
+    std::vector<std::uint64_t> dims;  // ggml order
+    std::size_t bytes;
+  };
+  const want w[] = {{"layers.0.mlp.gaussian.weight", ggml_type::q8_0, {256, 64}, 64 * 256 / 32 * 34},
+                    {"layers.0.mlp.outlier.weight", ggml_type::q8_0, {256, 64}, 64 * 256 / 32 * 34},
+                    {"layers.0.mlp.odd.weight", ggml_type::f32, {100, 8}, 8 * 100 * 4},
+                    {"layers.0.norm.weight", ggml_type::f32, {256}, 256 * 4},
+                    {"layers.0.attn.rotary_cache", ggml_type::bf16, {64, 8, 4}, 4 * 8 * 64 * 2}};
+  if (f.value.tensor_infos().size() != 5) fail("expected 5 tensors (position_ids, I32, skipped)");
+  for (const want& x : w) {
+    const lowbit::io::gguf_tensor_info* t = f.value.find_tensor(x.name);
+    if (t == nullptr) {
+      fail(std::string("missing ") + x.name);
+      continue;
+    }
+    if (t->type != x.type || t->dims != x.dims || t->bytes != x.bytes || t->offset % f.value.alignment() != 0)
+      fail(std::string(x.name) + ": type, dims, bytes or alignment");
+  }
+  // The first Q8_0 block of the Gaussian weight: fp16 scale amax/127 of its first 32 values.
+  if (const auto* t = f.value.find_tensor("layers.0.mlp.gaussian.weight"); t != nullptr && t->data != nullptr) {
+    const std::vector<float> g = gaussian(64 * 256, 1);
+    float amax = 0.0f;
+    for (std::size_t i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(g[i]));
+    const std::uint16_t h = static_cast<std::uint16_t>(t->data[0] | t->data[1] << 8);
+    const float d = lowbit::decode(lowbit::float16::from_bits(h));
+    if (std::fabs(d - amax / 127.0f) > 1e-3f * amax / 127.0f) fail("first Q8_0 block: scale is not amax / 127");
+  }
+  const auto* name = f.value.find_metadata("general.name");
+  const auto* qv = f.value.find_metadata("general.quantization_version");
+  if (name == nullptr || name->as_string() == nullptr || *name->as_string() != "model")
+    fail("general.name should be 'model'");
+  if (qv == nullptr || !qv->as_uint() || *qv->as_uint() != 2) fail("general.quantization_version should be 2");
+  if (f.value.find_metadata("general.architecture") != nullptr) fail("general.architecture should not be written");
+  return failures == 0 ? 0 : 1;
+}
+
+int check_method_log(const std::string& path, const std::string& method, const std::string& filter) {
+  std::ifstream f(path);
+  std::string line;
+  const std::regex re("^  (\\S+) .* -> \\S+ " + method + " \\(.*output error on ([0-9]+) calibration rows: RTN ([0-9.e+-]+) -> " +
+                      (method == "gptq" ? std::string("GPTQ") : std::string("AWQ")) + " ([0-9.e+-]+)");
+  const std::regex keep(filter.empty() ? std::string(".") : filter);
+  int seen = 0;
+  while (std::getline(f, line)) {
+    std::smatch m;
+    if (!std::regex_search(line, m, re) || !std::regex_search(m[1].str(), keep)) continue;
+    ++seen;
+    const double rtn = std::stod(m[3].str()), after = std::stod(m[4].str());
+    std::cerr << m[1].str() << ": RTN " << rtn << " -> " << method << " " << after << "\n";
+    if (!(after < rtn)) fail(m[1].str() + ": " + method + " error " + m[4].str() + " not below RTN " + m[3].str());
+  }
+  if (seen == 0) fail("no " + method + " line in " + path + (filter.empty() ? "" : " matching " + filter));
+  return failures == 0 ? 0 : 1;
+}
+
+// The real fixture (Universal Sentence Encoder lite): every matrix listed, and the parameter-
+// weighted SQNR ordering INT8 per-channel > FP8 per-tensor > INT4 g128 > INT4 per-channel.
+int check_real_report(const std::string& path) {
+  nlohmann::json j;
+  if (!read_json(path, j)) return 1;
+  const char* matrices[] = {
+      "module/Embeddings_en",
+      "module_apply_default/Encoder_en/KonaTransformer/Encode/Layer_0/TransformerLayer/dense/kernel/ConcatPartitions/concat",
+      "module/Encoder_en/KonaTransformer/Encode/Layer_0/TransformerLayer/MultiheadAttention/qkv_transform_single/kernel/part_0",
+      "module/Encoder_en/KonaTransformer/Encode/Layer_0/TransformerLayer/MultiheadAttention/output_transform_single/kernel/part_0",
+      "module_apply_default/Encoder_en/KonaTransformer/Encode/TransformerStack/Layer_0/TransformerLayer/FFN/conv1/Tensordot/Reshape_1",
+      "module_apply_default/Encoder_en/KonaTransformer/Encode/TransformerStack/Layer_0/TransformerLayer/FFN/conv2/Tensordot/Reshape_1",
+      "module/Encoder_en/KonaTransformer/Encode/Layer_1/TransformerLayer/MultiheadAttention/qkv_transform_single/kernel/part_0",
+      "module/Encoder_en/KonaTransformer/Encode/Layer_1/TransformerLayer/MultiheadAttention/output_transform_single/kernel/part_0",
+      "module_apply_default/Encoder_en/KonaTransformer/Encode/TransformerStack/Layer_1/TransformerLayer/FFN/conv1/Tensordot/Reshape_1",
+      "module_apply_default/Encoder_en/KonaTransformer/Encode/TransformerStack/Layer_1/TransformerLayer/FFN/conv2/Tensordot/Reshape_1",
+      "module/Encoder_en/hidden_layers/tanh_layer_0/weights"};
+  for (const char* m : matrices)
+    if (find_tensor(j["tensors"], m) == nullptr) fail(std::string("matrix not listed: ") + m);
+  // Every tensor of at least 2 x 2 elements is a matrix the report must list.
+  for (const nlohmann::json& t : j["skipped"]) {
+    std::uint64_t big = 0;
+    for (const auto& d : t["shape"]) big += d.get<std::uint64_t>() >= 2 ? 1u : 0u;
+    if (big >= 2) fail("a matrix was skipped: " + t.value("name", "?") + " (" + t.value("reason", "") + ")");
+  }
+  const nlohmann::json& sum = j["summary"]["schemes"];
+  auto weighted = [&](const char* s) -> double {
+    const nlohmann::json& v = sum[s]["sqnr_db_weighted"];
+    if (!v.is_number()) {
+      fail(std::string("summary: no weighted SQNR for ") + s);
+      return NAN;
+    }
+    return v.get<double>();
+  };
+  const double i8 = weighted("int8"), f8 = weighted("fp8"), i4 = weighted("int4-g128"), i4c = weighted("int4-channel");
+  std::cerr << "weighted SQNR: int8 " << i8 << ", fp8 " << f8 << ", int4-g128 " << i4 << ", int4-channel " << i4c
+            << " dB\n";
+  if (!(i8 > f8 && f8 > i4 && i4 > i4c)) fail("not int8 > fp8 > int4-g128 > int4-channel");
+  return failures == 0 ? 0 : 1;
+}
+
+// N float32 matrices [rows, cols] named "layers.K.weight", streamed with io::safetensors_writer
+// (one matrix in memory): the input of the memory measurement (docs/tool.md).
+int write_big(const std::string& path, std::size_t n, std::size_t rows, std::size_t cols) {
+  std::vector<lowbit::io::tensor_view> declared;
+  for (std::size_t k = 0; k < n; ++k)
+    declared.push_back({"layers." + std::to_string(k) + ".weight", lowbit::io::dtype::f32, {rows, cols}, nullptr,
+                        rows * cols * 4});
+  auto w = lowbit::io::safetensors_writer::create(path, declared, {{"format", "pt"}});
+  if (!w.ok()) {
+    fail(w.error);
+    return 1;
+  }
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::vector<float> v = gaussian(rows * cols, static_cast<unsigned>(100 + k));
+    if (auto s = w.value.write(reinterpret_cast<const unsigned char*>(v.data()), v.size() * 4); !s.ok()) {
+      fail(s.error);
+      return 1;
+    }
+  }
+  if (auto s = w.value.finish(); !s.ok()) fail(s.error);
+  return failures == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -300,6 +501,14 @@ int main(int argc, char** argv) {
   if (cmd == "write-fixture" && argc == 3) return write_fixture(argv[2]);
   if (cmd == "check-report" && argc == 3) return check_report(argv[2]);
   if (cmd == "check-quantized" && argc == 4) return check_quantized(argv[2], argv[3]);
-  std::cerr << "usage: tool_testkit write-fixture DIR | check-report JSON | check-quantized JSON SCHEME\n";
+  if (cmd == "check-config" && argc == 4) return check_config(argv[2], argv[3]);
+  if (cmd == "check-gguf" && argc == 3) return check_gguf(argv[2]);
+  if (cmd == "check-method-log" && (argc == 4 || argc == 5)) return check_method_log(argv[2], argv[3], argc == 5 ? argv[4] : "");
+  if (cmd == "check-real-report" && argc == 3) return check_real_report(argv[2]);
+  if (cmd == "write-big" && argc == 6)
+    return write_big(argv[2], std::stoul(argv[3]), std::stoul(argv[4]), std::stoul(argv[5]));
+  std::cerr << "usage: tool_testkit write-fixture DIR | check-report JSON | check-quantized JSON SCHEME |\n"
+               "       check-config FILE METHOD | check-gguf FILE | check-method-log LOG METHOD [REGEX] |\n"
+               "       check-real-report JSON | write-big FILE N ROWS COLS\n";
   return 2;
 }

@@ -23,6 +23,11 @@
 //                    weight_global_scale F32 [1] = 2688 / amax (a multiplier: x = q * s / g)
 //   mxfp4            compressed-tensors mxfp4-pack-quantized: weight_packed U8 [out, in/2],
 //                    weight_scale U8 [out, in/32] (E8M0 biased exponents, x = q * 2^(e - 127))
+//   int8_per_channel compressed-tensors int-quantized, strategy "channel": weight I8 [out, in]
+//                    (two's complement q), weight_scale F32 [out, 1] (x = q * s, s = amax / 127)
+//
+//   linear_layout(prefix, out, in, o)           the names, dtypes and shapes, without quantizing
+//   export_linear(prefix, m, o)                 an integer format from a quantized_matrix (GPTQ's)
 //
 // Everything follows lowbit's quantizers (schemes/export.hpp, fp8.hpp, nvfp4.hpp, mx.hpp): the
 // values an engine reads back are exactly quantize-then-dequantize of those calls. Errors are one
@@ -32,6 +37,7 @@
 #define LOWBIT_IO_CHECKPOINT_HPP
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -63,6 +69,7 @@ enum class checkpoint_format : std::uint8_t {
   compressed_int4,  // compressed-tensors pack-quantized (4 or 8 bits, vLLM WNA16)
   nvfp4,            // compressed-tensors nvfp4-pack-quantized (NVFP4A16 weights)
   mxfp4,            // compressed-tensors mxfp4-pack-quantized (OCP MX, E8M0 scales as U8)
+  int8_per_channel, // compressed-tensors int-quantized, channel strategy (vLLM W8A8 INT8)
 };
 
 // What each format reads (the rest is ignored; the float formats fix their own widths and blocks):
@@ -79,7 +86,10 @@ enum class checkpoint_format : std::uint8_t {
 //  scale_dtype                    compressed_int4: F16, BF16 (default, the dtype most models
 //                                 ship in) or F32.
 //  fp8_dynamic_activations        fp8 configs: input_activations FP8 dynamic per token (the
-//                                 FP8_DYNAMIC scheme) or null (weight-only, W8A16).
+//                                 FP8_DYNAMIC scheme) or null (weight-only, W8A16); the same for
+//                                 int8_per_channel with INT8 activations (W8A8 dynamic / W8A16).
+//  (int8_per_channel reads none of bits, group_size, symmetric: always 8 bits, symmetric, one
+//  fp32 scale per output channel, int_presets::int8_per_channel.)
 //  mx                             mxfp4: the E8M0 rule and element rounding (block_size must be
 //                                 32); the default is OCP's (floor), which compressed-tensors uses.
 //  ignore                         compressed-tensors configs: the "ignore" list.
@@ -115,17 +125,19 @@ inline const char* format_name(checkpoint_format f) noexcept {
     case checkpoint_format::compressed_int4: return "compressed_int4";
     case checkpoint_format::nvfp4: return "nvfp4";
     case checkpoint_format::mxfp4: return "mxfp4";
+    case checkpoint_format::int8_per_channel: return "int8_per_channel";
   }
   return "?";
 }
 
 inline bool is_integer_format(checkpoint_format f) noexcept {
-  return f == checkpoint_format::gptq || f == checkpoint_format::awq || f == checkpoint_format::compressed_int4;
+  return f == checkpoint_format::gptq || f == checkpoint_format::awq || f == checkpoint_format::compressed_int4 ||
+         f == checkpoint_format::int8_per_channel;
 }
 
 // The options checks (no shape): empty when o can be written.
 inline std::string check_options(const checkpoint_options& o) {
-  if (static_cast<unsigned>(o.format) > static_cast<unsigned>(checkpoint_format::mxfp4))
+  if (static_cast<unsigned>(o.format) > static_cast<unsigned>(checkpoint_format::int8_per_channel))
     return "checkpoint format out of range";
   const std::string f = format_name(o.format);
   switch (o.format) {
@@ -155,6 +167,7 @@ inline std::string check_options(const checkpoint_options& o) {
 
 // The int_params of an integer format (options checked).
 inline int_params int_params_of(const checkpoint_options& o) noexcept {
+  if (o.format == checkpoint_format::int8_per_channel) return int_presets::int8_per_channel();
   int_params p;
   p.bits = o.bits;
   p.scale_format = scale_storage::fp16;
@@ -314,6 +327,22 @@ inline std::string write_compressed_int(const std::string& prefix, const quantiz
   put_le(shape.bytes, 0, rows, 8);
   put_le(shape.bytes, 1, cols, 8);
   out.push_back(std::move(shape));
+  return {};
+}
+
+// compressed-tensors int-quantized: the signed code q as one two's complement byte (lowbit's
+// offset-binary code u = q + 128, so q's byte is u ^ 0x80), fp32 scales [out, 1].
+inline std::string write_int8(const std::string& prefix, const quantized_matrix& m, std::vector<tensor_data>& out) {
+  const std::size_t rows = m.rows(), cols = m.cols();
+  if (m.params().bits != 8 || m.params().scheme != int_scheme::symmetric ||
+      m.params().granularity != granularity::per_channel || m.params().scale_format != scale_storage::fp32)
+    return "int8_per_channel needs 8-bit symmetric per-channel codes with fp32 scales";
+  std::vector<std::uint8_t> codes(rows * cols);
+  if (status s = m.unpack(span<std::uint8_t>(codes.data(), codes.size())); !s) return status_text(s);
+  tensor_data weight = make(prefix + ".weight", dtype::i8, {rows, cols});
+  for (std::size_t i = 0; i < codes.size(); ++i) weight.bytes[i] = static_cast<unsigned char>(codes[i] ^ 0x80u);
+  out.push_back(std::move(weight));
+  out.push_back(from_f32(prefix + ".weight_scale", m.scales(), {rows, 1}));
   return {};
 }
 
@@ -680,6 +709,31 @@ inline std::string read_mxfp4(const std::string& prefix, const std::vector<tenso
   return {};
 }
 
+// compressed-tensors int-quantized (channel): weight I8 [out, in], weight_scale [out, 1] (F32,
+// F16 or BF16); x = q * s.
+inline std::string read_int8(const std::string& prefix, const std::vector<tensor_view>& ts, std::vector<float>& w,
+                             std::size_t& rows, std::size_t& cols) {
+  std::string e;
+  const tensor_view* wt = need(ts, prefix, "weight", {dtype::i8}, e);
+  const tensor_view* sc = wt ? need(ts, prefix, "weight_scale", {dtype::f32, dtype::f16, dtype::bf16}, e) : nullptr;
+  if (sc == nullptr) return e;
+  if (wt->shape.size() != 2 || !sane(wt->shape[0]) || !sane(wt->shape[1]) || !sane(wt->shape[0] * wt->shape[1]))
+    return bad_shape(*wt, "[out, in]");
+  rows = static_cast<std::size_t>(wt->shape[0]);
+  cols = static_cast<std::size_t>(wt->shape[1]);
+  if (!shape_is(*sc, {rows, 1})) return bad_shape(*sc, "[" + std::to_string(rows) + ", 1]");
+  w.assign(rows * cols, 0.0f);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float s = get_scale(sc->data, r, sc->type);
+    if (!std::isfinite(s) || s < 0.0f)
+      return "tensor '" + sc->name + "': scale " + std::to_string(s) + " of output channel " + std::to_string(r) +
+             " is not a finite non-negative number";
+    for (std::size_t c = 0; c < cols; ++c)
+      w[r * cols + c] = static_cast<float>(static_cast<std::int8_t>(wt->data[r * cols + c])) * s;
+  }
+  return {};
+}
+
 }  // namespace checkpoint_detail
 
 // The int_params quantize_linear uses for an integer format (gptq, awq, compressed_int4), so
@@ -694,31 +748,14 @@ inline io_result<int_params> checkpoint_int_params(const checkpoint_options& o) 
   return r;
 }
 
-// The tensors one linear layer's weight w [out, in] (row-major float32) becomes, named
-// "<prefix>.<name>" as the engine expects, in the order of the table at the top of this file.
-// Errors (one line starting with "<prefix>: "): an empty prefix; options the format cannot hold
-// (above); an empty layer or a null w; in_features not a multiple of the group size or the
-// packing factor (32/bits for gptq and compressed_int4; 16 for nvfp4, 32 for mxfp4),
-// out_features not a multiple of 32/bits (gptq) or 8 (awq); NaN or Inf in w; a scale that
-// overflows its storage (fp16 scales above 65504); gptq v1 with a zero-point of 0.
-inline io_result<std::vector<tensor_data>> quantize_linear(const std::string& prefix, const float* w,
-                                                           std::size_t out, std::size_t in,
-                                                           const checkpoint_options& o) {
-  namespace cd = checkpoint_detail;
-  io_result<std::vector<tensor_data>> r;
-  const std::string at = (prefix.empty() ? std::string("<no prefix>") : prefix) + ": ";
-  auto fail = [&](const std::string& e) {
-    r.value.clear();
-    r.error = at + e;
-    return r;
-  };
-  if (prefix.empty()) return fail("the layer needs a name prefix");
-  if (std::string e = cd::check_options(o); !e.empty()) return fail(e);
+namespace checkpoint_detail {
+
+// Why a [out, in] layer cannot be written in o.format ("" when it can); options already checked.
+inline std::string shape_error(std::size_t out, std::size_t in, const checkpoint_options& o) {
   if (out == 0 || in == 0)
-    return fail("empty layer [" + std::to_string(out) + ", " + std::to_string(in) + "]: nothing to quantize");
+    return "empty layer [" + std::to_string(out) + ", " + std::to_string(in) + "]: nothing to quantize";
   if (out > (std::size_t{1} << 40) || in > (std::size_t{1} << 40) || out > (std::size_t{1} << 40) / in * 16)
-    return fail("layer [" + std::to_string(out) + ", " + std::to_string(in) + "] is too large");
-  if (w == nullptr) return fail("null weight");
+    return "layer [" + std::to_string(out) + ", " + std::to_string(in) + "] is too large";
   const std::string shape = "[" + std::to_string(out) + ", " + std::to_string(in) + "]";
   auto multiple = [&](std::size_t v, std::size_t m, const char* what, const char* of) -> std::string {
     if (v % m == 0) return {};
@@ -746,16 +783,132 @@ inline io_result<std::vector<tensor_data>> quantize_linear(const std::string& pr
     case checkpoint_format::mxfp4: e = multiple(in, 32, "in_features", "the MX block size"); break;
     default: break;
   }
+  return e;
+}
+
+// The declarations (name, dtype, shape, byte count; no data) of the tensors quantize_linear
+// writes for a [out, in] layer that shape_error accepts.
+inline std::vector<tensor_view> layout_of(const std::string& prefix, std::size_t out, std::size_t in,
+                                          const checkpoint_options& o) {
+  using shape_t = std::vector<std::uint64_t>;
+  std::vector<tensor_view> v;
+  auto add = [&](const char* suffix, dtype t, shape_t shape) {
+    tensor_view d;
+    d.name = prefix + "." + suffix;
+    d.type = t;
+    d.shape = std::move(shape);
+    std::uint64_t n = 0;
+    element_count(d.shape, n);
+    d.bytes = n * dtype_size(t);
+    v.push_back(std::move(d));
+  };
+  const std::uint64_t O = out, I = in;
+  const std::uint64_t groups = o.group_size == 0 ? 1 : I / o.group_size;
+  switch (o.format) {
+    case checkpoint_format::gptq: {
+      const std::uint64_t k = 32u / static_cast<unsigned>(o.bits);
+      add("qweight", dtype::i32, {I / k, O});
+      add("qzeros", dtype::i32, {groups, O / k});
+      add("scales", dtype::f16, {groups, O});
+      add("g_idx", dtype::i32, {I});
+      break;
+    }
+    case checkpoint_format::awq:
+      add("qweight", dtype::i32, {I, O / 8});
+      add("qzeros", dtype::i32, {groups, O / 8});
+      add("scales", dtype::f16, {groups, O});
+      break;
+    case checkpoint_format::compressed_int4: {
+      const std::uint64_t k = 32u / static_cast<unsigned>(o.bits);
+      add("weight_packed", dtype::i32, {O, I / k});
+      add("weight_scale", o.scale_dtype, {O, groups});
+      if (!o.symmetric) add("weight_zero_point", dtype::i32, {(O + k - 1) / k, groups});
+      add("weight_shape", dtype::i64, {2});
+      break;
+    }
+    case checkpoint_format::fp8_per_tensor:
+    case checkpoint_format::fp8_per_channel:
+      add("weight", dtype::f8_e4m3, {O, I});
+      add("weight_scale", dtype::f32, o.format == checkpoint_format::fp8_per_channel ? shape_t{O, 1} : shape_t{1});
+      break;
+    case checkpoint_format::nvfp4:
+      add("weight_packed", dtype::u8, {O, I / 2});
+      add("weight_scale", dtype::f8_e4m3, {O, I / 16});
+      add("weight_global_scale", dtype::f32, {1});
+      break;
+    case checkpoint_format::mxfp4:
+      add("weight_packed", dtype::u8, {O, I / 2});
+      add("weight_scale", dtype::u8, {O, I / 32});
+      break;
+    case checkpoint_format::int8_per_channel:
+      add("weight", dtype::i8, {O, I});
+      add("weight_scale", dtype::f32, {O, 1});
+      break;
+  }
+  return v;
+}
+
+inline std::string write_int(const std::string& prefix, const quantized_matrix& m, const checkpoint_options& o,
+                             std::vector<tensor_data>& out) {
+  switch (o.format) {
+    case checkpoint_format::gptq: return write_gptq(prefix, m, o, out);
+    case checkpoint_format::awq: return write_awq(prefix, m, out);
+    case checkpoint_format::int8_per_channel: return write_int8(prefix, m, out);
+    default: return write_compressed_int(prefix, m, o, out);
+  }
+}
+
+}  // namespace checkpoint_detail
+
+// The tensors quantize_linear would write for a [out, in] layer: names, dtypes, shapes and byte
+// counts (data null), in the same order, without quantizing anything, so that a streaming
+// writer can declare a file before the layers are quantized. Errors: quantize_linear's that do
+// not depend on the weights (prefix, options, shape).
+inline io_result<std::vector<tensor_view>> linear_layout(const std::string& prefix, std::size_t out, std::size_t in,
+                                                         const checkpoint_options& o) {
+  namespace cd = checkpoint_detail;
+  io_result<std::vector<tensor_view>> r;
+  std::string e = prefix.empty() ? std::string("the layer needs a name prefix") : cd::check_options(o);
+  if (e.empty()) e = cd::shape_error(out, in, o);
+  if (!e.empty()) {
+    r.error = (prefix.empty() ? std::string("<no prefix>") : prefix) + ": " + e;
+    return r;
+  }
+  r.value = cd::layout_of(prefix, out, in, o);
+  return r;
+}
+
+// The tensors one linear layer's weight w [out, in] (row-major float32) becomes, named
+// "<prefix>.<name>" as the engine expects, in the order of the table at the top of this file.
+// Errors (one line starting with "<prefix>: "): an empty prefix; options the format cannot hold
+// (above); an empty layer or a null w; in_features not a multiple of the group size or the
+// packing factor (32/bits for gptq and compressed_int4; 16 for nvfp4, 32 for mxfp4),
+// out_features not a multiple of 32/bits (gptq) or 8 (awq); NaN or Inf in w; a scale that
+// overflows its storage (fp16 scales above 65504); gptq v1 with a zero-point of 0.
+inline io_result<std::vector<tensor_data>> quantize_linear(const std::string& prefix, const float* w,
+                                                           std::size_t out, std::size_t in,
+                                                           const checkpoint_options& o) {
+  namespace cd = checkpoint_detail;
+  io_result<std::vector<tensor_data>> r;
+  const std::string at = (prefix.empty() ? std::string("<no prefix>") : prefix) + ": ";
+  auto fail = [&](const std::string& e) {
+    r.value.clear();
+    r.error = at + e;
+    return r;
+  };
+  if (prefix.empty()) return fail("the layer needs a name prefix");
+  if (std::string e = cd::check_options(o); !e.empty()) return fail(e);
+  if (out != 0 && in != 0 && w == nullptr) return fail("null weight");
+  std::string e = cd::shape_error(out, in, o);
   if (!e.empty()) return fail(e);
   switch (o.format) {
     case checkpoint_format::gptq:
     case checkpoint_format::awq:
-    case checkpoint_format::compressed_int4: {
+    case checkpoint_format::compressed_int4:
+    case checkpoint_format::int8_per_channel: {
       const result<quantized_matrix> m = quantized_matrix::quantize(w, out, in, cd::int_params_of(o));
       if (!m.ok()) return fail(cd::status_text(m.status));
-      e = o.format == checkpoint_format::gptq  ? cd::write_gptq(prefix, m.value, o, r.value)
-          : o.format == checkpoint_format::awq ? cd::write_awq(prefix, m.value, r.value)
-                                               : cd::write_compressed_int(prefix, m.value, o, r.value);
+      e = cd::write_int(prefix, m.value, o, r.value);
       break;
     }
     case checkpoint_format::fp8_per_tensor:
@@ -766,6 +919,29 @@ inline io_result<std::vector<tensor_data>> quantize_linear(const std::string& pr
     case checkpoint_format::mxfp4: e = cd::write_mxfp4(prefix, w, out, in, o, r.value); break;
   }
   if (!e.empty()) return fail(e);
+  return r;
+}
+
+// An integer format's tensors (gptq, awq, compressed_int4, int8_per_channel) from codes already
+// chosen, e.g. by GPTQ (gptq_output::to_matrix()) or AWQ: the same layout as quantize_linear,
+// whose integer path is export_linear(quantized_matrix::quantize(w, checkpoint_int_params(o))).
+// m's grid should be checkpoint_int_params(o) (bits, groups, scale storage); the layouts'
+// own checks reject what they cannot hold. Errors: quantize_linear's shape errors; a float format.
+inline io_result<std::vector<tensor_data>> export_linear(const std::string& prefix, const quantized_matrix& m,
+                                                         const checkpoint_options& o) {
+  namespace cd = checkpoint_detail;
+  io_result<std::vector<tensor_data>> r;
+  std::string e = prefix.empty() ? std::string("the layer needs a name prefix") : cd::check_options(o);
+  if (e.empty() && !cd::is_integer_format(o.format))
+    e = std::string(cd::format_name(o.format)) + " is not an integer format";
+  if (e.empty()) e = cd::shape_error(m.rows(), m.cols(), o);
+  if (e.empty() && m.params().bits != cd::int_params_of(o).bits)
+    e = "the codes have " + std::to_string(m.params().bits) + " bits, the format " + std::to_string(cd::int_params_of(o).bits);
+  if (e.empty()) e = cd::write_int(prefix, m, o, r.value);
+  if (!e.empty()) {
+    r.value.clear();
+    r.error = (prefix.empty() ? std::string("<no prefix>") : prefix) + ": " + e;
+  }
   return r;
 }
 
@@ -829,6 +1005,21 @@ inline std::string quantization_config_json(const checkpoint_options& o) {
           inputs = json::object();
           inputs["num_bits"] = 8;
           inputs["type"] = "float";
+          inputs["symmetric"] = true;
+          inputs["strategy"] = "token";
+          inputs["dynamic"] = true;
+        }
+        break;
+      case checkpoint_format::int8_per_channel:
+        fmt = "int-quantized";
+        weights["num_bits"] = 8;
+        weights["type"] = "int";
+        weights["strategy"] = "channel";
+        weights["group_size"] = nullptr;
+        if (o.fp8_dynamic_activations) {
+          inputs = json::object();
+          inputs["num_bits"] = 8;
+          inputs["type"] = "int";
           inputs["symmetric"] = true;
           inputs["strategy"] = "token";
           inputs["dynamic"] = true;
@@ -901,6 +1092,7 @@ inline io_result<std::vector<float>> dequantize_linear(const std::string& prefix
         break;
       case checkpoint_format::nvfp4: e = cd::read_nvfp4(prefix, tensors, r.value, rows, cols); break;
       case checkpoint_format::mxfp4: e = cd::read_mxfp4(prefix, tensors, o, r.value, rows, cols); break;
+      case checkpoint_format::int8_per_channel: e = cd::read_int8(prefix, tensors, r.value, rows, cols); break;
     }
   }
   if (!e.empty()) {

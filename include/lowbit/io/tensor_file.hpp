@@ -110,6 +110,20 @@ class tensor_file {
   const tensor_view* find(std::string_view name) const noexcept { return detail::find_view(tensors_, name); }
   const std::string& path() const noexcept { return path_; }
   tensor_file_kind kind() const noexcept { return kind_; }
+  // Drops the resident pages of a tensor done with (mapped_file::release on the view's bytes),
+  // so that reading a file larger than memory tensor by tensor keeps one tensor resident; the
+  // view stays valid (its pages are read again if touched). For safetensors and .npy files
+  // (memory-mapped); a no-op for the others and for views not in this file's map.
+  void release(const tensor_view& t) const noexcept {
+    const mapped_file* m = nullptr;
+    if (const auto* s = std::get_if<safetensors_file>(&owner_)) m = &s->map();
+    else if (const auto* n = std::get_if<npy_file>(&owner_)) m = &n->map();
+    if (m == nullptr || t.data == nullptr || m->data() == nullptr || t.data < m->data() ||
+        t.data >= m->data() + m->size())
+      return;
+    m->release(static_cast<std::size_t>(t.data - m->data()), t.bytes);
+  }
+
   // String metadata: safetensors' "__metadata__", GGUF's string-valued keys; empty otherwise.
   const std::map<std::string, std::string>& metadata() const noexcept { return metadata_; }
 
