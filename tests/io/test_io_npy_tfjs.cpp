@@ -19,6 +19,8 @@
 #include <utility>
 #include <vector>
 
+#include "io_support.hpp"
+
 namespace {
 
 using lowbit::io::dtype;
@@ -27,38 +29,12 @@ using lowbit::io::tensor_data;
 using lowbit::io::tensor_file;
 using lowbit::io::tensor_view;
 using lowbit::io::tfjs_model;
-using bytes_t = std::vector<unsigned char>;
+using lowbit_io_test::bytes_t;
 
-class temp_dir {
- public:
-  temp_dir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "lowbit-io-np-XXXXXX").string();
-    std::vector<char> buf(tmpl.begin(), tmpl.end());
-    buf.push_back('\0');
-    const char* made = ::mkdtemp(buf.data());
-    EXPECT_NE(made, nullptr);
-    path_ = made != nullptr ? std::string(made) : std::string("/tmp");
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
-
-void write_bytes(const std::string& path, const bytes_t& b) {
-  std::ofstream f(path, std::ios::binary);
-  f.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
-}
-void write_text(const std::string& path, const std::string& s) { write_bytes(path, bytes_t(s.begin(), s.end())); }
-
-bytes_t read_bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return bytes_t((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-}
+using lowbit_io_test::read_bytes;
+using lowbit_io_test::temp_dir;
+using lowbit_io_test::write_bytes;
+using lowbit_io_test::write_text;
 
 template <class T>
 bytes_t raw(std::initializer_list<T> v) {

@@ -16,6 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include "io_support.hpp"
+
 namespace {
 
 using lowbit::io::dtype;
@@ -23,38 +25,12 @@ using lowbit::io::safetensors_file;
 using lowbit::io::safetensors_writer;
 using lowbit::io::tensor_data;
 using lowbit::io::tensor_view;
-using bytes_t = std::vector<unsigned char>;
+using lowbit_io_test::bytes_t;
 
-// A scratch directory, removed with everything in it.
-class temp_dir {
- public:
-  temp_dir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "lowbit-io-st-XXXXXX").string();
-    std::vector<char> buf(tmpl.begin(), tmpl.end());
-    buf.push_back('\0');
-    const char* made = ::mkdtemp(buf.data());
-    EXPECT_NE(made, nullptr);
-    path_ = made != nullptr ? std::string(made) : std::string("/tmp");
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
-
-void write_bytes(const std::string& path, const bytes_t& b) {
-  std::ofstream f(path, std::ios::binary);
-  f.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
-}
-
-bytes_t read_bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return bytes_t((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-}
+using lowbit_io_test::read_bytes;
+using lowbit_io_test::temp_dir;
+using lowbit_io_test::write_bytes;
+using lowbit_io_test::write_text;
 
 void append_le64(bytes_t& b, std::uint64_t v) {
   for (int i = 0; i < 8; ++i) b.push_back(static_cast<unsigned char>(v >> (8 * i)));
