@@ -195,19 +195,18 @@ inline void block_error(const float* y, const float* yq, std::size_t rows, std::
   nt.op_b = matrix_op::transpose;
   if (status st = gemm(x, in, w.get(), in, tokens, total, in, nt, y.get(), total, exec); !st) return fail(st);
 
-  // Q(W diag(s)) diag(s)^-1 of every layer into wq (sc null: s = 1), then X wq^T into yq.
-  const auto evaluate = [&](const float* sc, const float* src) -> status {
-    for (std::size_t rr = 0; rr < total; ++rr)
-      for (std::size_t j = 0; j < in; ++j) wq[rr * in + j] = sc != nullptr ? src[rr * in + j] * sc[j] : src[rr * in + j];
-    std::size_t row = 0;
-    for (const linear_weight& l : layers) {
-      if (l.out != 0)
-        if (status st = detail::fake_quant(wq.get() + row * in, l.out, in, p, fw, wq.get() + row * in); !st) return st;
-      row += l.out;
-    }
-    if (sc != nullptr)
-      for (std::size_t rr = 0; rr < total; ++rr)
+  // Q(W diag(s)) diag(s)^-1 of every layer into wq, then X wq^T into yq. p quantizes rows apart
+  // (awq_check), so the layers' rows go a block at a time, each block's three passes in cache.
+  const auto evaluate = [&](const float* sc) -> status {
+    const auto rows = [&](std::size_t r0, std::size_t r1) -> status {
+      for (std::size_t rr = r0; rr < r1; ++rr)
+        for (std::size_t j = 0; j < in; ++j) wq[rr * in + j] = w[rr * in + j] * sc[j];
+      if (status st = detail::fake_quant_rows(wq.get(), r0, r1, in, p, fw, wq.get()); !st) return st;
+      for (std::size_t rr = r0; rr < r1; ++rr)
         for (std::size_t j = 0; j < in; ++j) wq[rr * in + j] /= sc[j];
+      return status{};
+    };
+    if (status st = detail::for_row_blocks(total, detail::block_rows(in), exec, rows); !st) return st;
     return gemm(x, in, wq.get(), in, tokens, total, in, nt, yq.get(), total, exec);
   };
   const auto total_error = [&]() {
@@ -225,12 +224,8 @@ inline void block_error(const float* y, const float* yq, std::size_t rows, std::
     }
   };
 
-  // round to nearest
-  if (status st = evaluate(nullptr, w.get()); !st) return fail(st);
-  out.error_rtn = total_error();
-  layer_errors(false);
-
-  // 1. the scale search
+  // 1. the scale search; r = 0 gives s = 1 exactly (x^0 = 1, normalised by sqrt(1 * 1)): round to
+  // nearest, whose errors are error_rtn
   std::size_t best = 0;
   for (std::size_t i = 0; i < o.grid; ++i) {
     const double ratio = static_cast<double>(i) / static_cast<double>(o.grid);
@@ -244,8 +239,12 @@ inline void block_error(const float* y, const float* yq, std::size_t rows, std::
     }
     const double norm = std::sqrt(smax * smin);
     for (std::size_t j = 0; j < in; ++j) s[j] = static_cast<float>(static_cast<double>(s[j]) / norm);
-    if (status st = evaluate(s.get(), w.get()); !st) return fail(st);
+    if (status st = evaluate(s.get()); !st) return fail(st);
     const double e = total_error();
+    if (i == 0) {
+      out.error_rtn = e;
+      layer_errors(false);
+    }
     out.alphas.values()[i] = static_cast<float>(ratio);
     out.errors.values()[i] = e;
     if (i == 0 || e < out.errors.values()[best]) {
@@ -272,7 +271,8 @@ inline void block_error(const float* y, const float* yq, std::size_t rows, std::
     std::unique_ptr<double[]> best_err = detail::allocate_buffer<double>(max_out * groups);
     std::unique_ptr<float[]> d = detail::allocate_buffer<float>(max_out * in);  // Q(clamp) - w
     std::unique_ptr<float[]> e = detail::allocate_buffer<float>(ns * max_out);
-    if (!xs || !amax || !best_err || !d || !e) return fail(errc::out_of_memory);
+    std::unique_ptr<double[]> acc = detail::allocate_buffer<double>(max_out);
+    if (!xs || !amax || !best_err || !d || !e || !acc) return fail(errc::out_of_memory);
     for (std::size_t t = 0; t < ns; ++t)
       for (std::size_t j = 0; j < in; ++j) xs[t * in + j] = x[t * stride * in + j] / sbest[j];
     std::size_t row = 0;
@@ -289,29 +289,43 @@ inline void block_error(const float* y, const float* yq, std::size_t rows, std::
         }
       for (std::size_t c = 0; c < candidates && lo != 0; ++c) {
         const float shrink = static_cast<float>(1.0 - static_cast<double>(c) / static_cast<double>(o.clip_grid));
-        for (std::size_t rr = 0; rr < lo; ++rr)
-          for (std::size_t g = 0; g < groups; ++g) {
-            const std::size_t c0 = g * G, len = in - c0 < G ? in - c0 : G;
-            const float mv = amax[rr * groups + g] * shrink;
-            for (std::size_t j = c0; j < c0 + len; ++j) {
-              const float v = lw[rr * in + j];
-              d[rr * in + j] = v > mv ? mv : (v < -mv ? -mv : v);
+        // d = Q(clamp(w)) - w, a block of rows at a time
+        const auto clamp_rows = [&](std::size_t r0, std::size_t r1) -> status {
+          for (std::size_t rr = r0; rr < r1; ++rr)
+            for (std::size_t g = 0; g < groups; ++g) {
+              const std::size_t c0 = g * G, len = in - c0 < G ? in - c0 : G;
+              const float mv = amax[rr * groups + g] * shrink;
+              for (std::size_t j = c0; j < c0 + len; ++j) {
+                const float v = lw[rr * in + j];
+                d[rr * in + j] = v > mv ? mv : (v < -mv ? -mv : v);
+              }
             }
-          }
-        if (status st = detail::fake_quant(d.get(), lo, in, p, fw, d.get()); !st) return fail(st);
-        for (std::size_t i = 0; i < lo * in; ++i) d[i] -= lw[i];
+          if (status st = detail::fake_quant_rows(d.get(), r0, r1, in, p, fw, d.get()); !st) return st;
+          for (std::size_t i = r0 * in; i < r1 * in; ++i) d[i] -= lw[i];
+          return status{};
+        };
+        if (status st = detail::for_row_blocks(lo, detail::block_rows(in), exec, clamp_rows); !st) return fail(st);
         for (std::size_t g = 0; g < groups; ++g) {
           const std::size_t c0 = g * G, len = in - c0 < G ? in - c0 : G;
           if (status st = gemm(xs.get() + c0, in, d.get() + c0, in, ns, lo, len, nt, e.get(), lo, exec); !st)
             return fail(st);
-          for (std::size_t rr = 0; rr < lo; ++rr) {
-            double acc = 0.0;
-            for (std::size_t t = 0; t < ns; ++t) acc += static_cast<double>(e[t * lo + rr]) * e[t * lo + rr];
-            if (c == 0 || acc < best_err[rr * groups + g]) {
-              best_err[rr * groups + g] = acc;
-              clip[rr * groups + g] = shrink;
+          // per output row rr, the sum over the tokens (in order) of e[t, rr]^2: the tokens in the
+          // outer loop, so that e [ns, lo] is read along its rows (blocks of 1024 rows through exec)
+          const auto score_rows = [&](std::size_t r0, std::size_t r1) -> status {
+            double* sum = acc.get();
+            for (std::size_t rr = r0; rr < r1; ++rr) sum[rr] = 0.0;
+            for (std::size_t t = 0; t < ns; ++t) {
+              const float* et = e.get() + t * lo;
+              for (std::size_t rr = r0; rr < r1; ++rr) sum[rr] += static_cast<double>(et[rr]) * et[rr];
             }
-          }
+            for (std::size_t rr = r0; rr < r1; ++rr)
+              if (c == 0 || sum[rr] < best_err[rr * groups + g]) {
+                best_err[rr * groups + g] = sum[rr];
+                clip[rr * groups + g] = shrink;
+              }
+            return status{};
+          };
+          if (status st = detail::for_row_blocks(lo, 1024, exec, score_rows); !st) return fail(st);
         }
       }
       for (std::size_t rr = 0; rr < lo; ++rr)

@@ -145,8 +145,8 @@ inline void layers_column_max(span<const linear_weight> layers, std::size_t in, 
       }
 }
 
-// Quantize-dequantize of a [rows, cols] matrix on p, into dst (work: codes rows*cols, scales and
-// zeros of the grouping).
+// The buffers of a quantize-dequantize of a [rows, cols] matrix on p (fake_quant_rows): codes
+// rows*cols, scales and zeros of the grouping.
 struct fake_quant_work {
   std::unique_ptr<std::uint8_t[]> codes;
   std::unique_ptr<float[]> scales;
@@ -159,15 +159,49 @@ struct fake_quant_work {
   }
 };
 
-inline status fake_quant(const float* src, std::size_t rows, std::size_t cols, const int_params& p,
-                         fake_quant_work& w, float* dst) noexcept {
-  if (status s = quantize_int(src, rows, cols, p, w.codes.get(), w.scales.get(), w.zeros.get()); !s) return s;
-  return dequantize_int(w.codes.get(), w.scales.get(), w.zeros.get(), rows, cols, p, dst);
-}
-
 inline std::size_t group_count_of(const int_params& p, std::size_t rows, std::size_t cols) noexcept {
   const result<int_grouping> g = int_groups(p, rows, cols);
   return g.ok() ? g.value.group_count : 0;
+}
+
+// Whether p quantizes every row of a matrix on its own (per channel, per token, groups along
+// cols), so that blocks of rows can be quantized apart with the same result.
+inline bool rows_apart(const int_params& p) noexcept {
+  return p.granularity != granularity::per_tensor && p.group_axis == int_group_axis::cols;
+}
+
+// Quantize-dequantize (quantize_int, dequantize_int) of rows [r0, r1) of a [rows, cols] matrix on
+// p into dst (src and dst point at row 0), on the part of w that belongs to those rows (w sized
+// for the whole matrix): blocks of rows can be done concurrently when rows_apart(p); otherwise
+// rows [r0, r1) are one matrix (one per-tensor scale).
+inline status fake_quant_rows(const float* src, std::size_t r0, std::size_t r1, std::size_t cols, const int_params& p,
+                              fake_quant_work& w, float* dst) noexcept {
+  const std::size_t g0 = rows_apart(p) ? r0 * group_count_of(p, 1, cols) : 0;
+  if (status s = quantize_int(src + r0 * cols, r1 - r0, cols, p, w.codes.get() + r0 * cols, w.scales.get() + g0,
+                              w.zeros.get() + g0);
+      !s)
+    return s;
+  return dequantize_int(w.codes.get() + r0 * cols, w.scales.get() + g0, w.zeros.get() + g0, r1 - r0, cols, p,
+                        dst + r0 * cols);
+}
+
+// Rows per block for passes over a matrix with `cols` columns: about 64K values (256 KB of
+// float), so that the several passes made over one block stay in cache.
+inline std::size_t block_rows(std::size_t cols) noexcept { return cols < 65536 ? 65536 / cols : 1; }
+
+// f(r0, r1) -> status on the blocks [0, per), [per, 2 per), ... of [0, rows), through exec.
+// Returns the status of the first block that failed, in order; out_of_memory.
+template <class F>
+status for_row_blocks(std::size_t rows, std::size_t per, const linalg_exec& exec, const F& f) noexcept {
+  if (per == 0) per = 1;
+  const std::size_t blocks = (rows + per - 1) / per;
+  std::unique_ptr<status[]> st = allocate_buffer<status>(blocks);
+  if (!st) return errc::out_of_memory;
+  auto task = [&](std::size_t b) { st[b] = f(b * per, b + 1 == blocks ? rows : (b + 1) * per); };
+  linalg_parallel_for(exec, blocks, task);
+  for (std::size_t b = 0; b < blocks; ++b)
+    if (!st[b]) return st[b];
+  return status{};
 }
 
 inline double relative_of(double err, double energy) noexcept {
@@ -330,19 +364,32 @@ inline status sq_check_search_options(const smoothquant_search_options& o) noexc
     out = smoothquant_search_result{};
     return r;
   }
-  // The W8A8 error for the s in s[] (s == nullptr: no smoothing).
+  // The W8A8 error for the s in s[] (s == nullptr: no smoothing). X / s and W diag(s) are formed and
+  // quantized a block of rows at a time (in cache, the blocks through exec) when the scheme
+  // quantizes rows apart; a per-tensor scheme takes the whole X, or each layer whole.
+  const bool w_apart = detail::rows_apart(o.weights);
   const auto score = [&](const float* sc, double* rel) -> status {
-    for (std::size_t t = 0; t < tokens; ++t)
-      for (std::size_t j = 0; j < in; ++j) xs[t * in + j] = sc != nullptr ? x[t * in + j] / sc[j] : x[t * in + j];
-    for (std::size_t rr = 0; rr < total; ++rr)
-      for (std::size_t j = 0; j < in; ++j) ws[rr * in + j] = sc != nullptr ? w[rr * in + j] * sc[j] : w[rr * in + j];
-    if (status st = detail::fake_quant(xs.get(), tokens, in, o.activations, fx, xs.get()); !st) return st;
-    std::size_t row = 0;
-    for (const linear_weight& l : layers) {
-      if (l.out != 0)
-        if (status st = detail::fake_quant(ws.get() + row * in, l.out, in, o.weights, fw, ws.get() + row * in); !st)
-          return st;
-      row += l.out;
+    const auto x_rows = [&](std::size_t r0, std::size_t r1) -> status {
+      for (std::size_t t = r0; t < r1; ++t)
+        for (std::size_t j = 0; j < in; ++j) xs[t * in + j] = sc != nullptr ? x[t * in + j] / sc[j] : x[t * in + j];
+      return detail::fake_quant_rows(xs.get(), r0, r1, in, o.activations, fx, xs.get());
+    };
+    const auto w_rows = [&](std::size_t r0, std::size_t r1) -> status {
+      for (std::size_t rr = r0; rr < r1; ++rr)
+        for (std::size_t j = 0; j < in; ++j) ws[rr * in + j] = sc != nullptr ? w[rr * in + j] * sc[j] : w[rr * in + j];
+      return detail::fake_quant_rows(ws.get(), r0, r1, in, o.weights, fw, ws.get());
+    };
+    const std::size_t x_per = detail::rows_apart(o.activations) ? detail::block_rows(in) : tokens;
+    if (status st = detail::for_row_blocks(tokens, x_per, exec, x_rows); !st) return st;
+    if (w_apart) {
+      if (status st = detail::for_row_blocks(total, detail::block_rows(in), exec, w_rows); !st) return st;
+    } else {
+      std::size_t row = 0;
+      for (const linear_weight& l : layers) {
+        if (l.out != 0)
+          if (status st = w_rows(row, row + l.out); !st) return st;
+        row += l.out;
+      }
     }
     if (status st = gemm(xs.get(), in, ws.get(), in, tokens, total, in, nt, yq.get(), total, exec); !st) return st;
     double err = 0.0, energy = 0.0;
