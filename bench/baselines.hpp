@@ -14,6 +14,7 @@
 #include <benchmark/benchmark.h>
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -42,12 +43,52 @@ std::unique_ptr<T[], free_deleter> make_buffer(std::size_t n) {
 }
 
 // Gaussian values with standard deviation `scale`: spread over many binades of every format,
-// with a few values beyond the largest ones (no NaN or Inf: the kernels are branch-free, so
-// the data does not change their speed).
+// with a few values beyond the largest ones (no NaN or Inf).
 inline void fill_normal(float* x, std::size_t n, float scale, unsigned seed = 1) {
   std::mt19937 gen(seed);
   std::normal_distribution<float> dist(0.0f, scale);
   for (std::size_t i = 0; i < n; ++i) x[i] = dist(gen);
+}
+
+// The input distributions the encoders are measured on (issue 15): a tensor scaled into the
+// format's range, unit-scale activations, raw weights, tiny values, a log-uniform spread over
+// 29 binades, and values below the destination format's normal range only.
+enum class distribution { range, unit, weights, tiny, log_spread, subnormal };
+
+inline const char* distribution_name(distribution d) noexcept {
+  switch (d) {
+    case distribution::range: return "range";
+    case distribution::unit: return "unit";
+    case distribution::weights: return "weights";
+    case distribution::tiny: return "tiny";
+    case distribution::log_spread: return "log_spread";
+    case distribution::subnormal: return "subnormal";
+  }
+  return "?";
+}
+
+// `range_sd`: the standard deviation of distribution::range (max finite / 4 of the format);
+// `min_normal`: the format's smallest normal value (distribution::subnormal draws uniformly
+// from (-min_normal, min_normal)).
+inline void fill_distribution(float* x, std::size_t n, distribution d, float range_sd, float min_normal,
+                              unsigned seed = 1) {
+  std::mt19937 gen(seed);
+  switch (d) {
+    case distribution::range: return fill_normal(x, n, range_sd, seed);
+    case distribution::unit: return fill_normal(x, n, 1.0f, seed);
+    case distribution::weights: return fill_normal(x, n, 0.02f, seed);
+    case distribution::tiny: return fill_normal(x, n, 0.001f, seed);
+    case distribution::log_spread: {
+      std::uniform_real_distribution<float> e(-20.0f, 9.0f);
+      for (std::size_t i = 0; i < n; ++i) x[i] = ((gen() & 1u) != 0 ? -1.0f : 1.0f) * std::exp2(e(gen));
+      return;
+    }
+    case distribution::subnormal: {
+      std::uniform_real_distribution<float> u(-min_normal, min_normal);
+      for (std::size_t i = 0; i < n; ++i) x[i] = u(gen);
+      return;
+    }
+  }
 }
 
 inline void set_counters(benchmark::State& state, std::size_t n, std::size_t bytes_per_pass) {

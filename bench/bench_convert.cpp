@@ -4,6 +4,9 @@
 //
 // Names: convert/<source>-><destination>[/<mode>]/<isa>/<elements>. Items are elements; bytes are
 // source plus destination bytes. docs/performance.md has the table, the command and the ratios.
+//
+// The encoders again on every input distribution of baselines.hpp (range, unit, weights, tiny,
+// log_spread, subnormal), on the SIMD path: inputs/<kernel>/<distribution>/<isa>/<elements>.
 #include <benchmark/benchmark.h>
 
 #include <cstddef>
@@ -46,6 +49,14 @@ auto make_source(std::size_t n) {
     lowbit::convert(f.get(), s.get(), n);
     return s;
   }
+}
+
+// distribution::range's values for other distributions, float32 sources only.
+template <class T>
+auto make_distribution(std::size_t n, lowbit_bench::distribution d) {
+  auto f = make_buffer<float>(n);
+  lowbit_bench::fill_distribution(f.get(), n, d, data_scale<T>(), static_cast<float>(std::numeric_limits<T>::min()));
+  return f;
 }
 
 template <class T, class From>
@@ -114,6 +125,39 @@ void decode_packed_bench(benchmark::State& state, std::size_t n, isa which) {
   set_counters(state, n, bytes + n * sizeof(float));
 }
 
+// float32 -> T (Packed: convert_packed) on input distribution d.
+template <class T, bool Packed>
+void distribution_bench(benchmark::State& state, std::size_t n, isa which, lowbit_bench::distribution d) {
+  auto src = make_distribution<T>(n, d);
+  const std::size_t bytes = Packed ? lowbit::packed_bytes<T>(n) : n * sizeof(T);
+  auto dst = make_buffer<std::uint8_t>(bytes);
+  const lowbit::scoped_isa path(which);
+  for (auto _ : state) {
+    if constexpr (Packed)
+      lowbit::convert_packed<T>(src.get(), dst.get(), n);
+    else
+      lowbit::convert(src.get(), reinterpret_cast<T*>(dst.get()), n);
+    benchmark::DoNotOptimize(dst.get());
+    benchmark::ClobberMemory();
+  }
+  set_counters(state, n, n * sizeof(float) + bytes);
+}
+
+template <class T, bool Packed = false>
+void add_distributions(const std::string& name) {
+  using lowbit_bench::distribution;
+  for (const std::size_t n : {lowbit_bench::cache_elements, lowbit_bench::dram_elements}) {
+    for (const distribution d : {distribution::range, distribution::unit, distribution::weights, distribution::tiny,
+                                 distribution::log_spread, distribution::subnormal}) {
+      const isa which = lowbit::detected_isa();
+      const std::string full = "inputs/" + name + "/" + lowbit_bench::distribution_name(d) + "/" +
+                               lowbit::isa_name(which) + "/" + std::to_string(n);
+      benchmark::RegisterBenchmark(full.c_str(),
+                                   [n, which, d](benchmark::State& s) { distribution_bench<T, Packed>(s, n, which, d); });
+    }
+  }
+}
+
 template <class Fn>
 void add(const std::string& name, Fn fn) {
   for (const std::size_t n : {lowbit_bench::cache_elements, lowbit_bench::dram_elements}) {
@@ -172,6 +216,20 @@ bool register_conversions() {
   add("e2m1fn/packed->f32", [](benchmark::State& s, std::size_t n, isa w) { decode_packed_bench<float4_e2m1fn>(s, n, w); });
   add("e2m3fn/packed->f32", [](benchmark::State& s, std::size_t n, isa w) { decode_packed_bench<float6_e2m3fn>(s, n, w); });
   add("e3m2fn/packed->f32", [](benchmark::State& s, std::size_t n, isa w) { decode_packed_bench<float6_e3m2fn>(s, n, w); });
+  // Every encoder on every input distribution.
+  add_distributions<float8_e4m3fn>("f32->e4m3fn");
+  add_distributions<float8_e5m2>("f32->e5m2");
+  add_distributions<float8_e4m3fnuz>("f32->e4m3fnuz");
+  add_distributions<float8_e5m2fnuz>("f32->e5m2fnuz");
+  add_distributions<float6_e2m3fn>("f32->e2m3fn");
+  add_distributions<float6_e3m2fn>("f32->e3m2fn");
+  add_distributions<float6_e2m3fn, true>("f32->e2m3fn/packed");
+  add_distributions<float6_e3m2fn, true>("f32->e3m2fn/packed");
+  add_distributions<float4_e2m1fn>("f32->e2m1fn");
+  add_distributions<float4_e2m1fn, true>("f32->e2m1fn/packed");
+  add_distributions<float8_e8m0fnu>("f32->e8m0fnu");
+  add_distributions<float16>("f32->f16");
+  add_distributions<bfloat16>("f32->bf16");
   return true;
 }
 

@@ -12,8 +12,10 @@ against the scalar path of the same kernel, and a kernel against the trivial loo
 size in the same binary: an encoding or a quantizer against float32 -> int8 (baseline/f32_to_i8),
 a decoding or a dequantizer against int8 -> float32 (baseline/i8_to_f32).
 
-bench_convert gives one row per kernel and size (names convert/<kernel>/<isa>/<n>); the scheme
-benchmarks (integer/..., block/...) one row per kernel with the cache and DRAM sizes side by side.
+bench_convert gives one row per kernel and size (names convert/<kernel>/<isa>/<n>), and for the
+encoders on every input distribution one row per kernel and size with a column per distribution
+(inputs/<kernel>/<distribution>/<isa>/<n>); the scheme benchmarks (integer/..., block/...) one row
+per kernel with the cache and DRAM sizes side by side.
 """
 import json
 import sys
@@ -83,6 +85,33 @@ def convert_table(m, sizes):
                 ratio(100 * avx2[0], base, "%.0f%%"), "(i8->f32)" if decode else "(f32->i8)"))
 
 
+DISTRIBUTIONS = ("range", "unit", "weights", "tiny", "log_spread", "subnormal")
+
+
+def inputs_table(m, sizes):
+    """The encoders on every input distribution (names inputs/<kernel>/<distribution>/<isa>/<n>):
+    G elem/s per distribution, the worst against the best, and the worst against f32->i8."""
+    rows = defaultdict(dict)
+    for k, v in m.items():
+        if not k.startswith("inputs/"):
+            continue
+        parts = k.split("/")
+        rows[("/".join(parts[1:-3]), parts[-2], int(parts[-1]))][parts[-3]] = v[0]
+    print("| kernel | isa | elements | " + " | ".join(DISTRIBUTIONS) + " | worst / best | worst / trivial loop |")
+    print("|---|---|---:|" + "---:|" * len(DISTRIBUTIONS) + "---:|---:|")
+    for n in sizes:
+        base = m.get("baseline/f32_to_i8/%d" % n, (0, 0))[0]
+        for (kernel, isa, size), r in sorted(rows.items(), key=lambda kv: (kv[0][2], kv[0][0])):
+            if size != n:
+                continue
+            values = [r.get(d, 0.0) for d in DISTRIBUTIONS]
+            present = [x for x in values if x]
+            worst, best = min(present), max(present)
+            print("| %s | %s | %d | %s | %.0f%% | %s |" % (
+                kernel, isa, n, " | ".join("%.2f" % (x / 1e9) if x else "-" for x in values), 100 * worst / best,
+                ratio(100 * worst, base, "%.0f%%")))
+
+
 def scheme_table(m, prefix, sizes):
     kernels = split(m, prefix)
     small, large = min(sizes), max(sizes)
@@ -115,6 +144,8 @@ def main():
     for prefix in sorted(prefixes):
         if prefix == "convert":
             convert_table(m, sizes)
+        elif prefix == "inputs":
+            inputs_table(m, sizes)
         else:
             scheme_table(m, prefix, sizes)
         print()

@@ -1,12 +1,15 @@
 // Exhaustive: the AVX2 conversion path against the scalar path on every float32 input.
 //
-// For each FP8 / FP6 / FP4 / E8M0 format and both overflow modes (round to nearest even), all
-// 2^32 float32 bit patterns go through lowbit::convert on the AVX2 path and through the scalar
-// reference loop (kernels/convert/scalar.hpp, the codec element by element), and the codes must be equal
-// byte for byte. The AVX2 calls run with MXCSR's flush-to-zero and denormals-are-zero set, the
-// scalar ones with MXCSR at its default, so the sweep also shows that the environment changes
-// nothing. (exhaustive_formats.cpp checks the scalar codec against an independent reference on
-// the same inputs; together they cover the AVX2 path against the formats' definitions.)
+// For each FP8 / FP6 / FP4 / E8M0 format, float16 and bfloat16, all 2^32 float32 bit patterns go
+// through lowbit::convert on the AVX2 path and through the scalar reference loop
+// (kernels/convert/scalar.hpp, the codec element by element) under round-to-nearest-even with
+// both overflow modes, and the codes must be equal bit for bit. Round toward zero (saturating),
+// the other mode with a kernel of its own (encode_block_direct), is swept on every 7th pattern
+// (an odd stride: every residue of the low mantissa bits occurs). The AVX2 calls run with MXCSR's
+// flush-to-zero and denormals-are-zero set and rounding toward +Inf, the scalar ones with MXCSR at
+// its default, so the sweep also shows that the environment changes nothing.
+// (exhaustive_formats.cpp checks the scalar codec against an independent reference on the same
+// inputs; together they cover the AVX2 path against the formats' definitions.)
 //
 // Consecutive bit patterns go through in chunks of 2^16, one contiguous range per thread, so
 // every block shape the kernels distinguish (all normal, subnormal results, zeros, NaN, Inf,
@@ -14,8 +17,8 @@
 // of a 2.6 GHz Xeon; the AVX2 path does 2^32 in about a second.
 //
 // Prints, per format and mode, the conversions checked, the mismatches, the first (smallest
-// input) mismatch in hex, and the elapsed time. LOWBIT_EXHAUSTIVE_STRIDE=k checks every k-th
-// pattern only (development runs); default 1.
+// input) mismatch in hex, and the elapsed time. LOWBIT_EXHAUSTIVE_STRIDE=k multiplies every
+// mode's stride by k (development runs); default 1.
 #include <gtest/gtest.h>
 
 #include <lowbit/convert.hpp>
@@ -68,41 +71,53 @@ struct tally {
   }
 };
 
-// Sets flush-to-zero and denormals-are-zero for the calling thread while alive.
-struct ftz_daz {
-  lowbit_test::mxcsr_scope scope{lowbit_test::mxcsr_ftz | lowbit_test::mxcsr_daz};
+// The environment of the AVX2 calls: flush-to-zero, denormals-are-zero and rounding toward +Inf
+// for the calling thread while alive.
+struct hostile_env {
+  lowbit_test::mxcsr_scope scope{lowbit_test::mxcsr_ftz | lowbit_test::mxcsr_daz | lowbit_test::mxcsr_round_up};
 };
 
-// Sweeps [begin, end) of the stride-spaced patterns: codes under both overflow modes.
+// The modes swept, each on every `stride`-th pattern (times LOWBIT_EXHAUSTIVE_STRIDE).
+struct mode {
+  const char* name;
+  overflow ov;
+  lowbit::rounding rm;
+  std::uint64_t stride;
+};
+constexpr mode modes[] = {{"saturate", overflow::saturate, lowbit::rounding::nearest_even, 1},
+                          {"non_saturate", overflow::non_saturate, lowbit::rounding::nearest_even, 1},
+                          {"toward_zero/7", overflow::saturate, lowbit::rounding::toward_zero, 7}};
+constexpr int mode_count = sizeof modes / sizeof modes[0];
+
+// Sweeps [begin, end) of the stride-spaced patterns under mode m.
 template <class T>
-void sweep(std::uint64_t begin, std::uint64_t end, std::uint64_t stride, tally out[2]) {
+void sweep(const mode& m, std::uint64_t begin, std::uint64_t end, std::uint64_t stride, tally& out) {
   constexpr std::size_t chunk = 1 << 16;
   std::vector<float> x(chunk);
   std::vector<T> simd(chunk), scalar(chunk);
+  lowbit::policy p;
+  p.ov = m.ov;
+  p.rm = m.rm;
   for (std::uint64_t k = begin; k < end; k += chunk) {
     const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, end - k));
     for (std::size_t i = 0; i < n; ++i) {
       const std::uint32_t b = static_cast<std::uint32_t>((k + i) * stride);
       std::memcpy(&x[i], &b, sizeof b);
     }
-    for (int m = 0; m < 2; ++m) {
-      lowbit::policy p;
-      p.ov = m == 0 ? overflow::saturate : overflow::non_saturate;
-      {
-        const ftz_daz env;
-        lowbit::convert(x.data(), simd.data(), n, p);  // the AVX2 path (selected by the caller)
-      }
-      lowbit::kernels::scalar::encode(x.data(), scalar.data(), n, p, nullptr);
-      if (std::memcmp(simd.data(), scalar.data(), n * sizeof(T)) != 0) {
-        for (std::size_t i = 0; i < n; ++i)
-          if (simd[i].bits() != scalar[i].bits()) {
-            std::uint32_t b;
-            std::memcpy(&b, &x[i], sizeof b);
-            out[m].add(b, simd[i].bits(), scalar[i].bits());
-          }
-      }
-      out[m].checked += n;
+    {
+      const hostile_env env;
+      lowbit::convert(x.data(), simd.data(), n, p);  // the AVX2 path (selected by the caller)
     }
+    lowbit::kernels::scalar::encode(x.data(), scalar.data(), n, p, nullptr);
+    if (std::memcmp(simd.data(), scalar.data(), n * sizeof(T)) != 0) {
+      for (std::size_t i = 0; i < n; ++i)
+        if (simd[i].bits() != scalar[i].bits()) {
+          std::uint32_t b;
+          std::memcpy(&b, &x[i], sizeof b);
+          out.add(b, simd[i].bits(), scalar[i].bits());
+        }
+    }
+    out.checked += n;
   }
 }
 
@@ -112,32 +127,30 @@ void run_format() {
   const lowbit::scoped_isa use(lowbit::isa::avx2);  // process-wide, for the worker threads too
   ASSERT_EQ(lowbit::active_isa(), lowbit::isa::avx2);
 
-  const std::uint64_t stride = stride_from_env();
-  const std::uint64_t count = ((std::uint64_t{1} << 32) + stride - 1) / stride;
   const unsigned threads = thread_count();
   const auto start = std::chrono::steady_clock::now();
-  std::vector<tally> parts(2 * threads);
-  std::vector<std::thread> pool;
-  for (unsigned t = 0; t < threads; ++t) {
-    const std::uint64_t begin = count * t / threads, end = count * (t + 1) / threads;
-    pool.emplace_back([&parts, t, begin, end, stride] { sweep<T>(begin, end, stride, &parts[2 * t]); });
-  }
-  for (std::thread& th : pool) th.join();
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-
-  const char* modes[2] = {"saturate", "non_saturate"};
-  for (int m = 0; m < 2; ++m) {
+  for (const mode& m : modes) {
+    const std::uint64_t stride = stride_from_env() * m.stride;
+    const std::uint64_t count = ((std::uint64_t{1} << 32) + stride - 1) / stride;
+    std::vector<tally> parts(threads);
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < threads; ++t) {
+      const std::uint64_t begin = count * t / threads, end = count * (t + 1) / threads;
+      pool.emplace_back([&parts, &m, t, begin, end, stride] { sweep<T>(m, begin, end, stride, parts[t]); });
+    }
+    for (std::thread& th : pool) th.join();
     tally all;
-    for (unsigned t = 0; t < threads; ++t) all.merge(parts[2 * t + m]);
-    std::printf("[ %-16s] %-13s %11" PRIu64 " inputs, %" PRIu64 " mismatches\n", T::format::name, modes[m], all.checked,
+    for (const tally& part : parts) all.merge(part);
+    std::printf("[ %-16s] %-13s %11" PRIu64 " inputs, %" PRIu64 " mismatches\n", T::format::name, m.name, all.checked,
                 all.mismatches);
     if (all.any)
       std::printf("    first mismatch: input 0x%08" PRIX32 ": AVX2 0x%02" PRIX32 ", scalar 0x%02" PRIX32 "\n", all.input,
                   all.got, all.expected);
-    EXPECT_EQ(all.checked, count) << T::format::name << " " << modes[m];
-    EXPECT_EQ(all.mismatches, 0u) << T::format::name << " " << modes[m];
+    EXPECT_EQ(all.checked, count) << T::format::name << " " << m.name;
+    EXPECT_EQ(all.mismatches, 0u) << T::format::name << " " << m.name;
   }
-  std::printf("[ %-16s] both modes, %u threads, stride %" PRIu64 ": %.1f s\n", T::format::name, threads, stride, seconds);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("[ %-16s] %d modes, %u threads: %.1f s\n", T::format::name, mode_count, threads, seconds);
   std::fflush(stdout);
 }
 
@@ -149,5 +162,7 @@ TEST(ExhaustiveSimd, Float6E2M3FN) { run_format<lowbit::float6_e2m3fn>(); }
 TEST(ExhaustiveSimd, Float6E3M2FN) { run_format<lowbit::float6_e3m2fn>(); }
 TEST(ExhaustiveSimd, Float4E2M1FN) { run_format<lowbit::float4_e2m1fn>(); }
 TEST(ExhaustiveSimd, Float8E8M0FNU) { run_format<lowbit::float8_e8m0fnu>(); }
+TEST(ExhaustiveSimd, Float16) { run_format<lowbit::float16>(); }
+TEST(ExhaustiveSimd, BFloat16) { run_format<lowbit::bfloat16>(); }
 
 }  // namespace

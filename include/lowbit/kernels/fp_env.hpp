@@ -86,6 +86,29 @@ class ieee_scope {
   unsigned saved_;
 };
 
+// An ieee_scope that leaves no trace: the caller's MXCSR comes back whole, exception flags
+// included (one more LDMXCSR per call). For kernels whose float instructions only serve integer
+// results (the conversions round subnormal codes with vcvtps2dq), so that they raise no flag the
+// scalar path, which is integer code, would not.
+class ieee_scope_traceless {
+ public:
+  LOWBIT_TARGET_SSE explicit ieee_scope_traceless(bool active = true) noexcept
+      : active_(active), saved_(active ? _mm_getcsr() : ieee_scope::default_control) {
+    if ((saved_ & ieee_scope::control_bits) != ieee_scope::default_control) _mm_setcsr(ieee_scope::default_control);
+    detail::compiler_barrier();
+  }
+  LOWBIT_TARGET_SSE ~ieee_scope_traceless() {
+    detail::compiler_barrier();
+    if (active_) _mm_setcsr(saved_);
+  }
+  ieee_scope_traceless(const ieee_scope_traceless&) = delete;
+  ieee_scope_traceless& operator=(const ieee_scope_traceless&) = delete;
+
+ private:
+  bool active_;
+  unsigned saved_;
+};
+
 }  // namespace kernels
 }  // namespace lowbit
 
@@ -98,6 +121,12 @@ class ieee_scope {
   explicit ieee_scope(bool = true) noexcept {}
   ieee_scope(const ieee_scope&) = delete;
   ieee_scope& operator=(const ieee_scope&) = delete;
+};
+class ieee_scope_traceless {
+ public:
+  explicit ieee_scope_traceless(bool = true) noexcept {}
+  ieee_scope_traceless(const ieee_scope_traceless&) = delete;
+  ieee_scope_traceless& operator=(const ieee_scope_traceless&) = delete;
 };
 }  // namespace kernels
 }  // namespace lowbit

@@ -22,7 +22,7 @@
 // bfloat16; NaN is 0x7FC0 with the code's sign, as codec.hpp's pack_float) and widens it to
 // float32 by a 16-bit shift: arithmetic for the normal numbers, a vpshufb table for the
 // subnormals, and for the 4-bit format a 16-entry vpshufb table built from the scalar codec.
-// E5M2 and E4M3FN into float32 go through float16 and F16C's vcvtph2ps instead (fp8_as_half).
+// FP8 and FP6 into float32 go through float16 and F16C's vcvtph2ps instead (half_twin).
 //
 // Policies: all rounding modes, both overflow modes, and every special-value knob except
 // unsigned_input::invalid and unsigned_range::before_rounding on unsigned formats (E8M0), which
@@ -45,6 +45,7 @@
 #include "../../formats/minifloat.hpp"
 #include "../../formats/spec.hpp"
 #include "../avx2_common.hpp"
+#include "../fp_env.hpp"
 
 #ifndef LOWBIT_PREFETCH_BYTES
 #define LOWBIT_PREFETCH_BYTES 2048
@@ -107,8 +108,8 @@ struct encode_setup {
   std::uint32_t max_bits = 0;              // largest finite magnitude
   std::uint32_t inf_step = 0;              // Inf code - max_bits: 1, or 0 where the format has no Inf/NaN
   limit_mode mode = limit_mode::constant;
-  std::uint32_t below_code[2] = {0, 0};    // threshold_path: T_1 - 1, T_2 - 1 (see thresholds)
-  std::uint32_t t_top = 0;                 // fast_path: t(Inf); threshold_path: t(Inf) + 2^23
+  std::uint32_t t_top = 0;                 // fast_path: t(Inf)
+  std::uint32_t direct[3] = {0, 0, 0};     // direct_path: normal_t's addend, mn, k << 23
   std::uint8_t sign_byte = 0;              // F::sign_mask
 };
 
@@ -148,7 +149,7 @@ struct encode_vectors {
   __m256i nan_bytes, nan_words;
   // Per-call values rather than constants in the code: GCC rematerialises constant vectors inside
   // a loop that runs short of registers (three instructions each); these it reads from memory.
-  __m256i below_code[2], t_top, sign_bytes;
+  __m256i t_top, sign_bytes, direct[3];
   limit_mode mode;
   bool nan_signed;
 };
@@ -164,9 +165,8 @@ LOWBIT_AVX2_INLINE encode_vectors broadcast(const encode_setup& s) {
   v.limit_words = _mm256_set1_epi16(static_cast<short>(s.limit));
   v.nan_bytes = _mm256_set1_epi8(static_cast<char>(s.nan_pos));
   v.nan_words = _mm256_set1_epi16(static_cast<short>(s.nan_pos));
-  v.below_code[0] = _mm256_set1_epi32(static_cast<int>(s.below_code[0]));
-  v.below_code[1] = _mm256_set1_epi32(static_cast<int>(s.below_code[1]));
   v.t_top = _mm256_set1_epi32(static_cast<int>(s.t_top));
+  for (int k = 0; k < 3; ++k) v.direct[k] = _mm256_set1_epi32(static_cast<int>(s.direct[k]));
   v.sign_bytes = _mm256_set1_epi8(static_cast<char>(s.sign_byte));
   v.mode = s.mode;
   v.nan_signed = s.nan_pos != s.nan_neg;
@@ -396,16 +396,24 @@ struct nibble_tables {
   }
 };
 
-// The two OCP FP8 formats are float16s in disguise: an E5M2 code is the top byte of the float16
-// of the same value, and an E4M3FN code moved one bit lower (the sign put back on top) is the
-// float16 of its value times 2^-8 (subnormals included: E4M3's 2^-9 becomes float16's 2^-17).
-// vcvtph2ps widens a float16 exactly, and its half-precision input ignores MXCSR.DAZ (Intel SDM,
-// VCVTPH2PS); for E4M3 the product by 2^8 that follows is exact and normal, so no MXCSR state
-// changes it either. F16C keeps a NaN's payload where the codec returns the canonical quiet NaN
-// (0x7FC00000 with the sign), so NaN codes are made the float16 quiet NaN 0x7E00 first.
+// Every FP8 and FP6 format is a float16 in disguise: a code's exponent and mantissa fields, moved
+// so that the exponent field's lowest bit is float16's (bit 10) and the sign put on bit 15, are
+// the float16 of the code's value times 2^(bias - 15) (subnormals included: the field-0 binade
+// moves with the rest). This needs F's exponent fields to be float16 numbers, or float16's
+// Inf/NaN where F's are too: E <= 4, or E = 5 with IEEE specials (E5M2, which is then float16's
+// top byte). E5M2FNUZ, whose field 31 holds numbers, spans float16's range one binade lower and
+// is float16 itself after a remap (half_twin_bits). vcvtph2ps widens a float16 exactly, and its
+// half-precision input ignores MXCSR.DAZ (Intel SDM, VCVTPH2PS); the product by 2^(15 - bias)
+// that follows is exact and normal, so no MXCSR state changes it either. F16C keeps a NaN's
+// payload where the codec returns the canonical quiet NaN (0x7FC00000 with the sign, none for
+// FNUZ), so NaN codes are made the float16 quiet NaN 0x7E00 (with the sign) first.
 template <class F>
-struct fp8_as_half : std::integral_constant<bool, std::is_same<F, formats::e5m2>::value ||
-                                                      std::is_same<F, formats::e4m3fn>::value> {};
+struct half_twin {
+  static constexpr bool e5m2fnuz = F::exponent_bits == 5 && F::specials == special_values::fnuz;
+  static constexpr bool value = F::bits <= 8 && F::bits >= 6 && F::is_signed &&
+                                (F::exponent_bits <= 4 || F::specials == special_values::ieee || e5m2fnuz);
+  static constexpr float scale = e5m2fnuz ? 1.0f : static_cast<float>(1u << (15 - F::bias));  // float16 -> value
+};
 
 // 32 E5M2 codes with the NaN codes made the one that widens to the canonical NaN.
 LOWBIT_AVX2_INLINE __m256i e5m2_canonical_nan(__m256i codes) {
@@ -415,19 +423,46 @@ LOWBIT_AVX2_INLINE __m256i e5m2_canonical_nan(__m256i codes) {
   return _mm256_xor_si256(codes, _mm256_and_si256(is_nan, _mm256_xor_si256(mag, _mm256_set1_epi8(0x7E))));
 }
 
-// 16 E4M3FN codes, code << 8 in 16-bit lanes -> float16 patterns of value * 2^-8 (NaN canonical).
-LOWBIT_AVX2_INLINE __m256i e4m3_as_half(__m256i high) {
-  const __m256i h = _mm256_and_si256(_mm256_srai_epi16(high, 1), _mm256_set1_epi16(static_cast<short>(0xBFFF)));
-  // The NaN magnitude 0x7F lands on 0x3F80 (1.875); 0x3F80 ^ 0x4180 = 0x7E00.
-  const __m256i is_nan = _mm256_cmpeq_epi16(_mm256_and_si256(h, _mm256_set1_epi16(0x7FFF)), _mm256_set1_epi16(0x3F80));
-  return _mm256_xor_si256(h, _mm256_and_si256(is_nan, _mm256_set1_epi16(0x4180)));
+// 16 codes of a half_twin format, code << 8 in 16-bit lanes -> float16 patterns of value *
+// 2^(bias - 15), NaN canonical. (E5M2 is float16's top byte already; its NaN codes are made
+// canonical on the bytes, by e5m2_canonical_nan.)
+template <class F>
+LOWBIT_AVX2_INLINE __m256i half_twin_bits(__m256i high) {
+  __m256i h;
+  if constexpr (half_twin<F>::e5m2fnuz) {
+    // Fields 2..31 are float16's 1..30 (the code << 8 minus 2^10); fields 0 and 1 (magnitudes
+    // 0..7, m * 2^-17) are float16 subnormals, the magnitude << 7. The larger of the two is the one.
+    const __m256i mag = _mm256_and_si256(high, _mm256_set1_epi16(0x7F00));
+    const __m256i normal = _mm256_sub_epi16(mag, _mm256_set1_epi16(0x0400));
+    h = _mm256_or_si256(_mm256_max_epi16(normal, _mm256_srli_epi16(mag, 1)),
+                        _mm256_and_si256(high, _mm256_set1_epi16(static_cast<short>(0x8000))));
+  } else {
+    constexpr int shift = 5 - F::exponent_bits;  // the exponent field's top bit down to bit 14
+    constexpr int up = 8 - F::bits;              // the sign up to bit 15 first (6-bit codes)
+    constexpr std::uint16_t keep = static_cast<std::uint16_t>(~(((1u << shift) - 1u) << (15 - shift)));
+    if constexpr (up > 0) high = _mm256_slli_epi16(high, up);
+    h = _mm256_srai_epi16(high, shift);
+    if constexpr (shift > 0) h = _mm256_and_si256(h, _mm256_set1_epi16(static_cast<short>(keep)));
+  }
+  if constexpr (F::specials == special_values::fnuz) {
+    // The NaN code 0x80 lands on 0x8000 (-0); 0x8000 ^ 0xFE00 = 0x7E00.
+    const __m256i is_nan = _mm256_cmpeq_epi16(h, _mm256_set1_epi16(static_cast<short>(0x8000)));
+    h = _mm256_xor_si256(h, _mm256_and_si256(is_nan, _mm256_set1_epi16(static_cast<short>(0xFE00))));
+  } else if constexpr (F::specials == special_values::fn) {
+    // The NaN magnitude (all ones) lands on `at`; at ^ (at ^ 0x7E00) = 0x7E00.
+    constexpr std::uint16_t at = static_cast<std::uint16_t>(F::magnitude_mask << (10 - F::mantissa_bits));
+    const __m256i is_nan = _mm256_cmpeq_epi16(_mm256_and_si256(h, _mm256_set1_epi16(0x7FFF)), _mm256_set1_epi16(static_cast<short>(at)));
+    h = _mm256_xor_si256(h, _mm256_and_si256(is_nan, _mm256_set1_epi16(static_cast<short>(at ^ 0x7E00u))));
+  }
+  return h;
 }
 
-// 8 float16 patterns from the two functions above -> the float32 bit patterns of their FP8 values.
-template <bool E5M2>
-LOWBIT_AVX2_INLINE __m256i f32_of_fp8_half(__m128i h) {
+// 8 float16 patterns from half_twin_bits -> the float32 bit patterns of their values.
+template <class F>
+LOWBIT_AVX2_INLINE __m256i f32_of_half_twin(__m128i h) {
+  constexpr float scale = half_twin<F>::scale;
   const __m256 v = _mm256_cvtph_ps(h);
-  return _mm256_castps_si256(E5M2 ? v : _mm256_mul_ps(v, _mm256_set1_ps(256.0f)));
+  return _mm256_castps_si256(scale == 1.0f ? v : _mm256_mul_ps(v, _mm256_set1_ps(scale)));
 }
 
 // 32 codes in element order, one per byte (masked to the code) -> 32 float32 bit patterns.
@@ -435,21 +470,16 @@ template <class F>
 LOWBIT_AVX2_INLINE void f32_from_code_bytes(__m256i codes, __m256i out[4], const __m256i* nibble_lo,
                                             const __m256i* nibble_hi) {
   const __m256i zero = _mm256_setzero_si256();
-  if constexpr (fp8_as_half<F>::value) {
+  if constexpr (half_twin<F>::value) {
     // unpack{lo,hi} give elements 0-7 | 16-23 and 8-15 | 24-31, as code << 8.
-    constexpr bool e5m2 = std::is_same<F, formats::e5m2>::value;
-    if constexpr (e5m2) codes = e5m2_canonical_nan(codes);
-    __m256i lo = _mm256_unpacklo_epi8(zero, codes);
-    __m256i hi = _mm256_unpackhi_epi8(zero, codes);
-    if constexpr (!e5m2) {
-      lo = e4m3_as_half(lo);
-      hi = e4m3_as_half(hi);
-    }
+    if constexpr (F::specials == special_values::ieee) codes = e5m2_canonical_nan(codes);
+    const __m256i lo = half_twin_bits<F>(_mm256_unpacklo_epi8(zero, codes));
+    const __m256i hi = half_twin_bits<F>(_mm256_unpackhi_epi8(zero, codes));
     // Written out: GCC -O2 keeps a loop's array in memory.
-    out[0] = f32_of_fp8_half<e5m2>(_mm256_castsi256_si128(lo));
-    out[1] = f32_of_fp8_half<e5m2>(_mm256_castsi256_si128(hi));
-    out[2] = f32_of_fp8_half<e5m2>(_mm256_extracti128_si256(lo, 1));
-    out[3] = f32_of_fp8_half<e5m2>(_mm256_extracti128_si256(hi, 1));
+    out[0] = f32_of_half_twin<F>(_mm256_castsi256_si128(lo));
+    out[1] = f32_of_half_twin<F>(_mm256_castsi256_si128(hi));
+    out[2] = f32_of_half_twin<F>(_mm256_extracti128_si256(lo, 1));
+    out[3] = f32_of_half_twin<F>(_mm256_extracti128_si256(hi, 1));
     return;
   }
   const __m256i p = prepare_widen(codes);
@@ -470,7 +500,7 @@ LOWBIT_AVX2_INLINE void f32_from_code_bytes(__m256i codes, __m256i out[4], const
 }
 
 // 8 float16 values -> float32 bit patterns, exactly: vcvtph2ps, which ignores MXCSR.DAZ for its
-// half-precision input (see fp8_as_half). It quiets a NaN and keeps its payload; CanonicalNaN
+// half-precision input (see half_twin). It quiets a NaN and keeps its payload; CanonicalNaN
 // clears the payload (0x7FC00000 with the sign), as the scalar decode does.
 template <bool CanonicalNaN>
 LOWBIT_AVX2_INLINE __m256i f32_from_f16(__m128i h) {
@@ -693,8 +723,9 @@ LOWBIT_AVX2_INLINE __m256i normal_t(__m256i a) {
   return _mm256_add_epi32(t, _mm256_srli_epi32(_mm256_slli_epi32(a, 31 - nr::S), 31));
 }
 
-// Path 1, for formats whose inputs are mostly normal numbers (FP8, float16, bfloat16): when every
-// |x| of the block lies in [2^min_exponent, Inf] (no NaN), code - 2^M = t >> S for every lane.
+// Path 1, for stochastic rounding (the nearest-even and truncating modes take path 2), in formats
+// whose inputs are mostly normal numbers (FP8, float16, bfloat16): when every |x| of the block
+// lies in [2^min_exponent, Inf] (no NaN), code - 2^M = t >> S for every lane.
 // One unsigned maximum checks the block: a NaN has t above t(Inf), a value below mn a negative t.
 // The nearest modes let a sliver below mn through (t >= 0 when mn - |x| <= 2^(S-1)): there both
 // computations give the smallest normal (the value is within a quarter ulp of it). Returns
@@ -744,90 +775,91 @@ LOWBIT_AVX2_INLINE bool encode_block_fast(const __m256i x[4], const __m256i r[4]
   return true;
 }
 
-// Path 2, for formats with at most two subnormal codes (M <= 1: FP4 E2M1), whose inputs are
-// often below the normal range: the codes there are counted against thresholds, T_k being the
-// smallest float bit pattern that the scalar codec rounds to code k or more (k = 1 .. 2^M; found
-// by bisection at compile time). Below mn the normal formula (with an arithmetic shift) gives at
-// most the true code (the same rounding of a smaller value), at or above mn the count stops at
-// 2^M, so the code is the maximum of the two. Covers zero, tiny, subnormal, normal, overflow and
-// Inf; blocks with a NaN go to the general path.
+// Path 2, for round-to-nearest-even and toward-zero (lowbit's default and the truncation of
+// the CUDA intrinsics), every format with subnormals: any block without a NaN, whatever the
+// range of its values (zero, float subnormals, the format's subnormals, normals, overflow, Inf).
+// Two codes per lane, and their maximum:
+//   normal:    (t >> S) + 2^M with an arithmetic shift (normal_t<F, RM, 2^23>). Exact from mn up;
+//              below mn it is the same rounding of a smaller value (in the binade under mn the
+//              bits fall twice as fast as the value), so at most the true code.
+//   subnormal: min(|x|, mn) * 2^(M - min_exponent), rounded to an integer by vroundps with the
+//              mode in its immediate (nearest-even) or truncated by vcvttps2dq (toward zero):
+//              the code of a value in the format's subnormal range, and 2^M (the smallest
+//              normal's code, at most the true code) from mn up.
+// The product by a power of two is an integer addition to the exponent field, so every float
+// operand is a normal number and neither DAZ, FTZ nor MXCSR's rounding control changes a result
+// (vroundps's immediate overrides RC; _MM_FROUND_NO_EXC keeps the precision flag unset). A
+// float subnormal (exponent field 0) comes out of the addition as a value below 2^(k - 126),
+// k = M - min_exponent <= 24, which rounds to 0 as it should. Formats whose smallest normal is
+// float32's (bfloat16: K = 1) need no second code: the shift S is the same below mn.
+//
+// E8M0 (no subnormals, no mantissa, smallest value 2^-127 with code 0) is a third shape: the code
+// is the float's exponent field, rounded up on bit 22 for nearest-even (the significand is always
+// odd, so a tie goes up). A float subnormal lies between codes 0 and 1 (2^-127 is its bit 22) and
+// rounds up from 1.5 * 2^-127 on: bit 21 is taken off such inputs before the same rounding.
 template <class F, rounding RM>
-struct threshold_path {
-  static constexpr bool available = F::has_subnormals && F::mantissa_bits <= 1 && F::bits <= 8 &&
-                                    normal_range<F, RM>::rounding_supported && RM != rounding::stochastic;
+struct direct_path {
+  static constexpr bool exponent_only = !F::has_subnormals && F::mantissa_bits == 0 && F::min_exponent == -127;
+  static constexpr bool available = (F::has_subnormals || exponent_only) && F::bits <= 16 &&
+                                    (RM == rounding::nearest_even || RM == rounding::toward_zero);
+  static constexpr int K = F::min_exponent + 127;
+  static constexpr int k = F::mantissa_bits - F::min_exponent;  // the exponent of the product
+  static_assert(!available || exponent_only || K == 1 || (K > 1 && k <= 124), "float subnormals must round to 0");
 };
 
-struct threshold_list {
-  std::uint32_t v[2] = {0, 0};
-};
-
+// The three constants come from v.direct (see make_direct_setup): built in the loop, GCC would
+// rematerialise them for every block (two instructions each on the vector ports).
 template <class F, rounding RM>
-constexpr std::uint32_t magnitude_code_of_bits(std::uint32_t bits) noexcept {
-  lowbit::detail::unpacked u;  // bits: a positive normal float
-  u.kind = lowbit::detail::value_kind::finite;
-  u.sig = (bits & 0x7FFFFFu) | 0x800000u;
-  u.exp = static_cast<int>(bits >> 23) - 150;
-  policy p;
-  p.rm = RM;
-  return lowbit::detail::encode_bits<F>(u, p) & F::magnitude_mask;
-}
-
-template <class F, rounding RM>
-constexpr threshold_list make_thresholds() noexcept {
-  threshold_list t;
-  for (std::uint32_t k = 1; k <= (1u << F::mantissa_bits); ++k) {
-    std::uint32_t lo = 0x00800000u, hi = normal_range<F, RM>::mn;  // code(lo) < k <= code(hi)
-    while (hi - lo > 1) {
-      const std::uint32_t mid = lo + (hi - lo) / 2;
-      if (magnitude_code_of_bits<F, RM>(mid) >= k)
-        hi = mid;
-      else
-        lo = mid;
-    }
-    t.v[k - 1] = hi;
+LOWBIT_AVX2_INLINE __m256i direct_code(__m256i a, const encode_vectors& v) {
+  using nr = normal_range<F, RM>;
+  if constexpr (direct_path<F, RM>::exponent_only) {
+    if constexpr (RM == rounding::toward_zero) return _mm256_srli_epi32(a, 23);
+    const __m256i low = _mm256_and_si256(_mm256_cmpgt_epi32(v.direct[1], a), v.direct[2]);  // 2^21 where a < 2^23
+    return _mm256_srli_epi32(_mm256_sub_epi32(_mm256_add_epi32(a, v.direct[0]), low), 23);
+  } else {
+    __m256i t = _mm256_add_epi32(a, v.direct[0]);
+    if constexpr (RM == rounding::nearest_even) t = _mm256_add_epi32(t, _mm256_srli_epi32(_mm256_slli_epi32(a, 31 - nr::S), 31));
+    const __m256i normal = _mm256_srai_epi32(t, nr::S);
+    if constexpr (direct_path<F, RM>::K == 1) return normal;
+    const __m256 y = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_min_epi32(a, v.direct[1]), v.direct[2]));
+    return _mm256_max_epi32(normal, RM == rounding::nearest_even ? _mm256_cvtps_epi32(y) : _mm256_cvttps_epi32(y));
   }
-  return t;
 }
 
 template <class F, rounding RM>
-struct thresholds {
-  static constexpr threshold_list list = make_thresholds<F, RM>();
-};
-
-// t here carries the 2^M too (normal_t<..., 1 << 23>), so its arithmetic shift is the code itself.
-// v.below_code holds thresholds<F, RM> (encode_variant puts them there).
-template <class F, rounding RM>
-LOWBIT_AVX2_INLINE __m256i threshold_code(__m256i a, __m256i t, const encode_vectors& v) {
-  constexpr int M = F::mantissa_bits;
-  __m256i minus_count = _mm256_setzero_si256();  // the compare masks are -1
-  for (int k = 0; k < (1 << M); ++k) minus_count = _mm256_add_epi32(minus_count, _mm256_cmpgt_epi32(a, v.below_code[k]));
-  return _mm256_max_epi32(_mm256_srai_epi32(t, normal_range<F, RM>::S), _mm256_sub_epi32(_mm256_setzero_si256(), minus_count));
+constexpr void make_direct_setup(encode_setup& s) noexcept {
+  using nr = normal_range<F, RM>;
+  if constexpr (direct_path<F, RM>::exponent_only) {
+    s.direct[0] = 1u << 22;
+    s.direct[1] = 1u << 23;
+    s.direct[2] = 1u << 21;
+  } else {
+    s.direct[0] = nr::bias - nr::mn + (1u << 23);  // normal_t<F, RM, 2^23> without the lsb
+    s.direct[1] = nr::mn;
+    s.direct[2] = static_cast<std::uint32_t>(direct_path<F, RM>::k) << 23;
+  }
 }
 
 template <class F, rounding RM, layout L>
-LOWBIT_AVX2_INLINE bool encode_block_threshold(const __m256i x[4], std::uint8_t* dst, const encode_vectors& v) {
+LOWBIT_AVX2_INLINE bool encode_block_direct(const __m256i x[4], std::uint8_t* dst, const encode_vectors& v) {
   __m256i signs[2];
   pack_signs<L>(x, signs);
-  // Each code right away; t is non-decreasing in |x|, and only a NaN exceeds t(Inf).
+  // Each code right away; the NaN check (|x| above Inf's bits) accumulated and decided last.
   const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF);
   __m256i c[4];
   __m256i a = _mm256_and_si256(x[0], abs_mask);
-  __m256i t = normal_t<F, RM, (1u << 23)>(a);
-  __m256i top = t;
-  c[0] = threshold_code<F, RM>(a, t, v);
+  __m256i top = a;
+  c[0] = direct_code<F, RM>(a, v);
   a = _mm256_and_si256(x[1], abs_mask);
-  t = normal_t<F, RM, (1u << 23)>(a);
-  top = _mm256_max_epi32(top, t);
-  c[1] = threshold_code<F, RM>(a, t, v);
+  top = _mm256_max_epi32(top, a);
+  c[1] = direct_code<F, RM>(a, v);
   a = _mm256_and_si256(x[2], abs_mask);
-  t = normal_t<F, RM, (1u << 23)>(a);
-  top = _mm256_max_epi32(top, t);
-  c[2] = threshold_code<F, RM>(a, t, v);
+  top = _mm256_max_epi32(top, a);
+  c[2] = direct_code<F, RM>(a, v);
   a = _mm256_and_si256(x[3], abs_mask);
-  t = normal_t<F, RM, (1u << 23)>(a);
-  top = _mm256_max_epi32(top, t);
-  c[3] = threshold_code<F, RM>(a, t, v);
-  if (!_mm256_testz_si256(_mm256_cmpgt_epi32(top, v.t_top), _mm256_set1_epi32(-1)))  // v.t_top: nr::t_inf + 2^23
+  top = _mm256_max_epi32(top, a);
+  c[3] = direct_code<F, RM>(a, v);
+  if (!_mm256_testz_si256(_mm256_cmpgt_epi32(top, _mm256_set1_epi32(0x7F800000)), _mm256_set1_epi32(-1)))
     return false;
   finish_block<F, L, code_form::exact, false, true>(c, signs, nullptr, dst, v);
   return true;
@@ -873,8 +905,8 @@ LOWBIT_AVX2_INLINE void encode_block(const Reader& read, const From* src, const 
     c[3] = encode_lanes<F, RM>(x[3], r[3], v);
     write32<L>(dst, c);
   } else {
-    if constexpr (threshold_path<F, RM>::available) {
-      if (encode_block_threshold<F, RM, L>(x, dst, v)) return;
+    if constexpr (direct_path<F, RM>::available) {
+      if (encode_block_direct<F, RM, L>(x, dst, v)) return;
     } else if constexpr (fast_path<F, RM>::available) {
       if (encode_block_fast<F, RM, L>(x, r, dst, v)) return;
     }
@@ -1016,10 +1048,11 @@ void encode_variant(const Reader& read, const From* src, std::uint8_t* dst, std:
   if constexpr (common_mode) {
     if (simple_setup(s)) {
       encode_setup t = s;
-      if constexpr (threshold_path<F, RM>::available) {
-        static_assert(F::mantissa_bits <= 1, "two thresholds at most");
-        for (int k = 0; k < (1 << F::mantissa_bits); ++k) t.below_code[k] = thresholds<F, RM>::list.v[k] - 1;
-        t.t_top = normal_range<F, RM>::t_inf + (1u << 23);
+      if constexpr (direct_path<F, RM>::available) {
+        make_direct_setup<F, RM>(t);
+        // vcvtps2dq rounds as MXCSR.RC says; both conversions raise the precision flag.
+        const ieee_scope_traceless env;
+        return encode_loop<F, RM, false, L>(read, src, dst, n, t, random_bits);
       } else if constexpr (fast_path<F, RM>::available) {
         t.t_top = normal_range<F, RM>::t_inf;
       }

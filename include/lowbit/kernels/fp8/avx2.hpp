@@ -205,25 +205,21 @@ LOWBIT_AVX2_INLINE bool special_codes(const T* p) {
   return !_mm256_testz_si256(special, special);
 }
 
-// The values of 32 codes as floats, times a constant the caller folds into the scale: for
-// E4M3FN and E5M2 the conversion decoder's float16 route (exact, v * 2^-8 for E4M3FN, v for
-// E5M2, NaN canonical), for the FNUZ formats its general decoder (v).
+// The values of 32 codes as floats, times a constant the caller folds into the scale: the
+// conversion decoder's float16 route (half_twin: exact, v * 2^(bias - 15) for E4M3FN and
+// E4M3FNUZ, v for E5M2 and E5M2FNUZ, NaN canonical).
 template <class T>
 struct code_values {
-  static constexpr bool e4m3 = std::is_same<typename T::format, formats::e4m3fn>::value;
-  static constexpr bool half = avx2::detail::fp8_as_half<typename T::format>::value;
-  static constexpr float factor = e4m3 ? 256.0f : 1.0f;  // the scale is multiplied by it
+  using F = typename T::format;
+  static constexpr bool half = avx2::detail::half_twin<F>::value;
+  static constexpr float factor = half ? avx2::detail::half_twin<F>::scale : 1.0f;  // the scale is multiplied by it
   avx2::detail::reader<T> read;
   LOWBIT_AVX2_INLINE void operator()(const T* p, __m256 out[4]) const {
     if constexpr (half) {
       __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-      if constexpr (!e4m3) codes = avx2::detail::e5m2_canonical_nan(codes);
-      __m256i lo = _mm256_unpacklo_epi8(_mm256_setzero_si256(), codes);  // elements 0-7 | 16-23
-      __m256i hi = _mm256_unpackhi_epi8(_mm256_setzero_si256(), codes);  // elements 8-15 | 24-31
-      if constexpr (e4m3) {
-        lo = avx2::detail::e4m3_as_half(lo);
-        hi = avx2::detail::e4m3_as_half(hi);
-      }
+      if constexpr (F::specials == special_values::ieee) codes = avx2::detail::e5m2_canonical_nan(codes);
+      const __m256i lo = avx2::detail::half_twin_bits<F>(_mm256_unpacklo_epi8(_mm256_setzero_si256(), codes));  // 0-7 | 16-23
+      const __m256i hi = avx2::detail::half_twin_bits<F>(_mm256_unpackhi_epi8(_mm256_setzero_si256(), codes));  // 8-15 | 24-31
       out[0] = _mm256_cvtph_ps(_mm256_castsi256_si128(lo));
       out[1] = _mm256_cvtph_ps(_mm256_castsi256_si128(hi));
       out[2] = _mm256_cvtph_ps(_mm256_extracti128_si256(lo, 1));
@@ -239,8 +235,9 @@ struct code_values {
   }
 };
 
-// y[0, n) = decode(q) * scale: (v * 2^-8) * (scale * 2^8) for E4M3FN is the same real product as
-// v * scale, so the same float, as long as scale * 2^8 is finite (the caller checks).
+// y[0, n) = decode(q) * scale: (v * 2^-8) * (scale * 2^8) for E4M3FN (2^-7 and 2^7 for E4M3FNUZ)
+// is the same real product as v * scale, so the same float, as long as the folded scale is finite
+// (the caller checks).
 // finite: for 16-bit outputs, the scale keeps every finite product below the output's overflow
 // threshold, so steps without NaN or Inf codes need the rounding alone.
 template <bool Stream, class T, class Dst>
