@@ -392,46 +392,52 @@ inline result<gptq_output> gptq_run(const float* w, const float* h, const float*
   const std::size_t tasks = (rows + rows_per_task - 1) / rows_per_task;
   for (std::size_t i1 = 0; i1 < cols; i1 += bs) {
     const std::size_t i2 = cols - i1 < bs ? cols : i1 + bs;
-    auto task = [&](std::size_t t) {
-      const std::size_t r0 = t * rows_per_task, r1 = rows - r0 < rows_per_task ? rows : r0 + rows_per_task;
-      for (std::size_t row = r0; row < r1; ++row) {
-        if (row_status[row] != 0) continue;
-        float* wr = wk.get() + row * cols;
-        float* er = err.get() + row * bs;
-        double loss = 0.0;
-        for (std::size_t j = i1; j < i2; ++j) {
-          const std::size_t g = static_params ? perm[j] / G : j / G;
-          int_group_codec& c = codecs[row * groups + g];
-          if (!static_params && j % G == 0) {  // a group's first column: parameters from the current weights
-            const std::size_t len = cols - j < G ? cols - j : G;
-            float lo = 0.0f, hi = 0.0f;
-            if (!k.range(wr + j, len, &lo, &hi)) {
-              row_status[row] = static_cast<std::uint8_t>(errc::non_finite_input);
-              break;
+    // K: the linear-algebra kernel of the active path, for the in-block update of each column
+    // (its axpy_neg; the AVX2 and AVX-512 ones fuse the multiply and the subtraction).
+    auto sweep = [&](auto kernel) -> status {
+      using K = decltype(kernel);
+      auto task = [&](std::size_t t) {
+        const std::size_t r0 = t * rows_per_task, r1 = rows - r0 < rows_per_task ? rows : r0 + rows_per_task;
+        for (std::size_t row = r0; row < r1; ++row) {
+          if (row_status[row] != 0) continue;
+          float* wr = wk.get() + row * cols;
+          float* er = err.get() + row * bs;
+          double loss = 0.0;
+          for (std::size_t j = i1; j < i2; ++j) {
+            const std::size_t g = static_params ? perm[j] / G : j / G;
+            int_group_codec& c = codecs[row * groups + g];
+            if (!static_params && j % G == 0) {  // a group's first column: parameters from the current weights
+              const std::size_t len = cols - j < G ? cols - j : G;
+              float lo = 0.0f, hi = 0.0f;
+              if (!k.range(wr + j, len, &lo, &hi)) {
+                row_status[row] = static_cast<std::uint8_t>(errc::non_finite_input);
+                break;
+              }
+              const result<int_group_codec> cc = choose_codec(wr + j, len, lo, hi, p, nullptr, k);
+              if (!cc.ok()) {
+                row_status[row] = static_cast<std::uint8_t>(cc.status.code());
+                break;
+              }
+              c = cc.value;
             }
-            const result<int_group_codec> cc = choose_codec(wr + j, len, lo, hi, p, nullptr, k);
-            if (!cc.ok()) {
-              row_status[row] = static_cast<std::uint8_t>(cc.status.code());
-              break;
-            }
-            c = cc.value;
+            const float x = wr[j];
+            const std::uint8_t u = kernels::int_ref::quantize_one(x, c, 0u);
+            const float q = kernels::int_ref::dequantize_one(u, c);
+            codes[row * cols + perm[j]] = u;
+            if (qv) qv[row * cols + perm[j]] = q;
+            const float d = v[j * cols + j];
+            const float e = (x - q) / d;
+            loss += static_cast<double>(e) * static_cast<double>(e);
+            er[j - i1] = e;
+            K::axpy_neg(i2 - j - 1, e, v + j * cols + j + 1, wr + j + 1);
           }
-          const float x = wr[j];
-          const std::uint8_t u = kernels::int_ref::quantize_one(x, c, 0u);
-          const float q = kernels::int_ref::dequantize_one(u, c);
-          codes[row * cols + perm[j]] = u;
-          if (qv) qv[row * cols + perm[j]] = q;
-          const float d = v[j * cols + j];
-          const float e = (x - q) / d;
-          loss += static_cast<double>(e) * static_cast<double>(e);
-          er[j - i1] = e;
-          const float* vj = v + j * cols;
-          for (std::size_t m = j + 1; m < i2; ++m) wr[m] -= e * vj[m];
+          row_loss[row] += loss;
         }
-        row_loss[row] += loss;
-      }
+      };
+      detail::linalg_parallel_for(exec, tasks, task);
+      return status{};
     };
-    detail::linalg_parallel_for(exec, tasks, task);
+    (void)detail::linalg_dispatch(sweep);
     for (std::size_t row = 0; row < rows; ++row)
       if (row_status[row] != 0) {
         r.status = static_cast<errc>(row_status[row]);
