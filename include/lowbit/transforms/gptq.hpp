@@ -270,7 +270,8 @@ inline result<gptq_output> gptq_run(const float* w, const float* h, const float*
 
   // 1. dead input channels; the diagonal with H_ii = 1 for them
   std::unique_ptr<double[]> diag = allocate_buffer<double>(cols);
-  if (!diag) {
+  std::unique_ptr<std::uint8_t[]> dead_cols = allocate_buffer<std::uint8_t>(cols);
+  if (!diag || !dead_cols) {
     r.status = errc::out_of_memory;
     out = gptq_output{};
     return r;
@@ -279,13 +280,15 @@ inline result<gptq_output> gptq_run(const float* w, const float* h, const float*
   double diag_sum = 0.0;
   for (std::size_t i = 0; i < cols; ++i) {
     diag[i] = h[i * cols + i];
+    dead_cols[i] = diag[i] == 0.0 ? 1 : 0;
     if (diag[i] == 0.0) {
       diag[i] = 1.0;
       ++rep.dead_columns;
     }
     diag_sum += std::fabs(diag[i]);
   }
-  const auto dead = [&](std::size_t c) { return h[c * cols + c] == 0.0f; };
+  // (a mask rather than H's diagonal: that lies a row of H apart per column, a page per read)
+  const auto dead = [&](std::size_t c) { return dead_cols[c] != 0; };
 
   // 2. static groups (or the given grid): parameters from W (dead columns zeroed) by original group
   if (static_params) {
@@ -338,14 +341,20 @@ inline result<gptq_output> gptq_run(const float* w, const float* h, const float*
     // H^-1 = (J R^-1 J)(J R^-T J): V = J R^-T J is the upper Cholesky factor of H^-1 (the one the
     // reference gets from cholesky(cholesky_inverse(cholesky(H)), upper)), at n^3 / 3 + n^3 / 3
     // multiply flops instead of 2 n^3, and one factorisation that can fail instead of two.
+    // In tiles: without act-order every read is H's transpose (a column of H per row of Ĥ).
     const std::size_t nn = cols - 1;
+    constexpr std::size_t tile = 64;
+    for (std::size_t i0 = 0; i0 < cols; i0 += tile)
+      for (std::size_t j0 = i0; j0 < cols; j0 += tile)
+        for (std::size_t i = i0; i < i0 + tile && i < cols; ++i) {
+          const std::size_t pi = perm[nn - i];
+          for (std::size_t j = i > j0 ? i : j0; j < j0 + tile && j < cols; ++j) {
+            const std::size_t pj = perm[nn - j];
+            hw[i * cols + j] = pi <= pj ? h[pi * cols + pj] : h[pj * cols + pi];
+          }
+        }
     for (std::size_t i = 0; i < cols; ++i) {
-      const std::size_t pi = perm[nn - i];
-      for (std::size_t j = i; j < cols; ++j) {
-        const std::size_t pj = perm[nn - j];
-        hw[i * cols + j] = pi <= pj ? h[pi * cols + pj] : h[pj * cols + pi];
-      }
-      if (dead(pi)) hw[i * cols + i] = 1.0f;
+      if (dead(perm[nn - i])) hw[i * cols + i] = 1.0f;
       hw[i * cols + i] = static_cast<float>(static_cast<double>(hw[i * cols + i]) + rep.damp);
     }
     status s = cholesky(cols, {}, hw.get(), cols, exec);
