@@ -73,6 +73,13 @@ TEST(Gptq, LessonTwoWeightExample) {
   EXPECT_NEAR(r2.value.report.output_error * 1.5, 0.001757, 1e-6);
   EXPECT_NEAR(r2.value.report.relative_error, rep.relative_error, 1e-6);
   EXPECT_NEAR(r2.value.report.damp, 0.01 * (h3[0] + h3[3]) / 2, 1e-7);
+  // and straight from the accumulator: the same result
+  auto r3 = lowbit::gptq_quantize_fixed(w.data(), acc.value, &step, nullptr, 1, 2, step_grid());
+  ASSERT_TRUE(r3.ok());
+  EXPECT_EQ(r3.value.codes.values()[0], r2.value.codes.values()[0]);
+  EXPECT_EQ(r3.value.codes.values()[1], r2.value.codes.values()[1]);
+  EXPECT_EQ(r3.value.report.output_error, r2.value.report.output_error);
+  EXPECT_EQ(r3.value.report.damp, r2.value.report.damp);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -478,6 +485,11 @@ TEST(Gptq, BadInput) {
   auto empty = lowbit::hessian_accumulator::create(64);
   ASSERT_TRUE(empty.ok());
   EXPECT_EQ(lowbit::gptq_quantize(l.w.data(), empty.value, 8, 64, p).status, errc::empty_input);
+  std::vector<float> grid16(16, 0.25f);
+  EXPECT_EQ(lowbit::gptq_quantize_fixed(l.w.data(), acc.value, grid16.data(), nullptr, 8, 64, p).status,
+            errc::size_mismatch);
+  EXPECT_EQ(lowbit::gptq_quantize_fixed(l.w.data(), empty.value, grid16.data(), nullptr, 8, 64, p).status,
+            errc::empty_input);
   // n = 0: ok, an empty output
   auto z = lowbit::gptq_quantize(nullptr, nullptr, 0, 64, p);
   EXPECT_TRUE(z.ok());

@@ -608,6 +608,18 @@ inline status gptq_buffers(const float* w, const float* h, const float* scales, 
   return gptq_quantize(w.data(), h.data(), rows, cols, p, o, exec);
 }
 
+namespace detail {
+// The Hessian acc holds, written out in float32 [cols, cols] into h. Errors: an accumulator of
+// another width -> size_mismatch; no token seen -> empty_input; out_of_memory.
+inline status gptq_hessian(const hessian_accumulator& acc, std::size_t cols, std::unique_ptr<float[]>& h) noexcept {
+  if (acc.features() != cols) return errc::size_mismatch;
+  if (acc.tokens() == 0) return errc::empty_input;
+  h = allocate_buffer<float>(cols * cols);
+  if (!h) return errc::out_of_memory;
+  return acc.hessian(span<float>(h.get(), cols * cols));
+}
+}  // namespace detail
+
 // GPTQ against the Hessian an accumulator holds (written out in float32 first, cols^2 floats).
 // Errors: gptq_quantize's; an accumulator of another width -> size_mismatch; no token seen ->
 // empty_input.
@@ -618,21 +630,23 @@ inline status gptq_buffers(const float* w, const float* h, const float* scales, 
   result<gptq_output> r;
   detail::gptq_groups g;
   if (!(r.status = detail::gptq_check(rows, cols, p, o, &g))) return r;
-  if (acc.features() != cols) {
-    r.status = errc::size_mismatch;
-    return r;
-  }
-  if (acc.tokens() == 0) {
-    r.status = errc::empty_input;
-    return r;
-  }
-  std::unique_ptr<float[]> h = detail::allocate_buffer<float>(cols * cols);
-  if (!h) {
-    r.status = errc::out_of_memory;
-    return r;
-  }
-  if (!(r.status = acc.hessian(span<float>(h.get(), cols * cols)))) return r;
+  std::unique_ptr<float[]> h;
+  if (!(r.status = detail::gptq_hessian(acc, cols, h))) return r;
   return gptq_quantize(w, h.get(), rows, cols, p, o, exec);
+}
+
+// gptq_quantize_fixed against the Hessian an accumulator holds; errors as the overload above.
+[[nodiscard]] inline result<gptq_output> gptq_quantize_fixed(const float* w, const hessian_accumulator& acc,
+                                                             const float* scales, const float* zeros, std::size_t rows,
+                                                             std::size_t cols, const int_params& p,
+                                                             const gptq_options& o = {},
+                                                             const linalg_exec& exec = {}) noexcept {
+  result<gptq_output> r;
+  detail::gptq_groups g;
+  if (!(r.status = detail::gptq_check(rows, cols, p, o, &g))) return r;
+  std::unique_ptr<float[]> h;
+  if (!(r.status = detail::gptq_hessian(acc, cols, h))) return r;
+  return gptq_quantize_fixed(w, h.get(), scales, zeros, rows, cols, p, o, exec);
 }
 
 // The tensors of a GPTQ checkpoint (AutoGPTQ / GPTQModel / vLLM "gptq"): qweight int32
