@@ -426,7 +426,8 @@ LOWBIT_AVX2_INLINE __m256i e5m2_canonical_nan(__m256i codes) {
 // 16 codes of a half_twin format, code << 8 in 16-bit lanes -> float16 patterns of value *
 // 2^(bias - 15), NaN canonical. (E5M2 is float16's top byte already; its NaN codes are made
 // canonical on the bytes, by e5m2_canonical_nan.)
-template <class F>
+// AtTop: the codes are at the top of their lanes already (code << (16 - bits); load_sextet_words).
+template <class F, bool AtTop = false>
 LOWBIT_AVX2_INLINE __m256i half_twin_bits(__m256i high) {
   __m256i h;
   if constexpr (half_twin<F>::e5m2fnuz) {
@@ -440,7 +441,7 @@ LOWBIT_AVX2_INLINE __m256i half_twin_bits(__m256i high) {
     constexpr int shift = 5 - F::exponent_bits;  // the exponent field's top bit down to bit 14
     constexpr int up = 8 - F::bits;              // the sign up to bit 15 first (6-bit codes)
     constexpr std::uint16_t keep = static_cast<std::uint16_t>(~(((1u << shift) - 1u) << (15 - shift)));
-    if constexpr (up > 0) high = _mm256_slli_epi16(high, up);
+    if constexpr (up > 0 && !AtTop) high = _mm256_slli_epi16(high, up);
     h = _mm256_srai_epi16(high, shift);
     if constexpr (shift > 0) h = _mm256_and_si256(h, _mm256_set1_epi16(static_cast<short>(keep)));
   }
@@ -1180,12 +1181,45 @@ struct sextet_codes {
 // sextet_codes) or float16 / bfloat16 values. `at(i, out)` decodes the 32 elements from element i
 // on, `tail(i, n, out)` the n - i < 32 last ones (zero-padded). `granule`: the element offsets a
 // step may start at are its multiples.
+// 24 bytes of packed sextets -> their 32 codes << 10 in 16-bit lanes, in the order
+// unpack{lo,hi}_epi8 give a byte vector's elements: lo = elements 0-7 | 16-23, hi = 8-15 | 24-31.
+// Each lane takes the two bytes its code starts in (vpshufb) and moves the code to the top by a
+// multiply: codes 4g + {0, 1, 2, 3} of a 3-byte group start at bits 0, 6, 12, 18, so at bits 0, 6,
+// 4, 2 of their first byte, and go up by 10, 4, 6, 8. Reads exactly 24 bytes.
+LOWBIT_AVX2_INLINE void load_sextet_words(const std::uint8_t* src, __m256i* lo, __m256i* hi) {
+  const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));       // bytes 0..15
+  const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + 16));  // bytes 16..23
+  const __m256i x = _mm256_set_m128i(_mm_alignr_epi8(b, a, 12), a);              // 0..15 | 12..23, 0
+  const __m256i up = _mm256_setr_epi16(1024, 16, 64, 256, 1024, 16, 64, 256, 1024, 16, 64, 256, 1024, 16, 64, 256);
+  const __m256i top = _mm256_set1_epi16(static_cast<short>(0xFC00));
+  const __m256i l = _mm256_shuffle_epi8(x, _mm256_setr_epi8(0, 1, 0, 1, 1, 2, 2, 3, 3, 4, 3, 4, 4, 5, 5, 6,  //
+                                                            0, 1, 0, 1, 1, 2, 2, 3, 3, 4, 3, 4, 4, 5, 5, 6));
+  const __m256i h = _mm256_shuffle_epi8(x, _mm256_setr_epi8(6, 7, 6, 7, 7, 8, 8, 9, 9, 10, 9, 10, 10, 11, 11, 12,  //
+                                                            6, 7, 6, 7, 7, 8, 8, 9, 9, 10, 9, 10, 10, 11, 11, 12));
+  *lo = _mm256_and_si256(_mm256_mullo_epi16(l, up), top);
+  *hi = _mm256_and_si256(_mm256_mullo_epi16(h, up), top);
+}
+
 template <class F, class Codes>
 struct code_source {
   static constexpr std::size_t granule = Codes::granule;
   Codes codes;
   reader<minifloat<F>> tables;
-  LOWBIT_AVX2_INLINE void at(std::size_t i, __m256i out[4]) const { decode(codes.at(i), out); }
+  LOWBIT_AVX2_INLINE void at(std::size_t i, __m256i out[4]) const {
+    if constexpr (std::is_same<Codes, sextet_codes>::value && half_twin<F>::value) {
+      // FP6 to float32: the packed codes go to the float16 route's lanes directly.
+      __m256i lo, hi;
+      load_sextet_words(codes.src + i / 4 * 3, &lo, &hi);
+      lo = half_twin_bits<F, true>(lo);
+      hi = half_twin_bits<F, true>(hi);
+      out[0] = f32_of_half_twin<F>(_mm256_castsi256_si128(lo));
+      out[1] = f32_of_half_twin<F>(_mm256_castsi256_si128(hi));
+      out[2] = f32_of_half_twin<F>(_mm256_extracti128_si256(lo, 1));
+      out[3] = f32_of_half_twin<F>(_mm256_extracti128_si256(hi, 1));
+    } else {
+      decode(codes.at(i), out);
+    }
+  }
   LOWBIT_AVX2_INLINE void tail(std::size_t i, std::size_t n, __m256i out[4]) const { decode(codes.tail(i, n), out); }
   LOWBIT_AVX2_INLINE void decode(__m256i bytes, __m256i out[4]) const {
     const __m256i mask = _mm256_set1_epi8(static_cast<char>(F::code_mask));
