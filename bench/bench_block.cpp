@@ -8,7 +8,9 @@
 // scale bytes, NVFP4's 4-byte tensor scale: the family's *_storage_for). Input: Gaussian values,
 // standard deviation 1 (MX and NVFP4 scale per block, so the spread does not change the work); MX
 // blocks of 32 with the OCP defaults, NVFP4 two-level with the divisor tensor scale computed from
-// the data. docs/performance.md has the table and ratios.
+// the data. block/<mxfp4|nvfp4>/<quantize|dequantize>_ggml[_via_planar]/...: ggml's interleaved
+// blocks, straight or through the planar arrays and the conversion (see ggml_quantize_bench).
+// docs/performance.md has the table and ratios.
 #include <benchmark/benchmark.h>
 
 #include <cstddef>
@@ -121,6 +123,116 @@ void nvfp4_dequantize_bench(benchmark::State& state, std::size_t n, isa which) {
   set_counters(state, n, bytes.total_bytes() + n * sizeof(Dst));
 }
 
+// ggml's interleaved blocks (block_mxfp4, block_nvfp4): straight into and out of them
+// (mxfp4_quantize_ggml, ..., "ggml"), and through the planar arrays plus the conversion
+// (mx_quantize then mxfp4_to_ggml, ..., "ggml_via_planar", the only way before issue 15). Bytes
+// are the float values plus the ggml blocks, for both. MX: the OCP defaults; NVFP4: single level
+// (ggml has no tensor scale; the kernels do the same work for any tensor scale).
+struct mxfp4_ggml {
+  using block = lowbit::ggml_block_mxfp4;
+  using options = lowbit::mx_options;
+  static constexpr std::size_t per_block = 32;
+  static std::size_t scale_bytes(std::size_t n) { return n / 32; }
+  template <class Src>
+  static lowbit::status quantize(const Src* x, std::size_t n, const options& o, block* b) {
+    return lowbit::mxfp4_quantize_ggml(x, n, o, b);
+  }
+  static lowbit::status dequantize(const block* b, std::size_t n, const options& o, float* y) {
+    return lowbit::mxfp4_dequantize_ggml(b, n, o, y);
+  }
+  static lowbit::status quantize_planar(const float* x, std::size_t n, const options& o, std::uint8_t* e,
+                                        std::uint8_t* s) {
+    return lowbit::mx_quantize<lowbit::mxfp4>(x, n, o, e, s);
+  }
+  static lowbit::status to_ggml(const std::uint8_t* e, const std::uint8_t* s, std::size_t n, block* b) {
+    return lowbit::mxfp4_to_ggml(e, s, n, b);
+  }
+  static lowbit::status from_ggml(const block* b, std::size_t n, std::uint8_t* e, std::uint8_t* s) {
+    return lowbit::mxfp4_from_ggml(b, n, e, s);
+  }
+  static lowbit::status dequantize_planar(const std::uint8_t* e, const std::uint8_t* s, std::size_t n,
+                                          const options& o, float* y) {
+    return lowbit::mx_dequantize<lowbit::mxfp4>(e, s, n, o, y);
+  }
+};
+struct nvfp4_ggml {
+  using block = lowbit::ggml_block_nvfp4;
+  using options = lowbit::nvfp4_options;
+  static constexpr std::size_t per_block = 64;
+  static std::size_t scale_bytes(std::size_t n) { return n / 16; }
+  template <class Src>
+  static lowbit::status quantize(const Src* x, std::size_t n, const options& o, block* b) {
+    return lowbit::nvfp4_quantize_ggml(x, n, o, b);
+  }
+  static lowbit::status dequantize(const block* b, std::size_t n, const options& o, float* y) {
+    return lowbit::nvfp4_dequantize_ggml(b, n, o, y);
+  }
+  static lowbit::status quantize_planar(const float* x, std::size_t n, const options& o, std::uint8_t* e,
+                                        std::uint8_t* s) {
+    return lowbit::nvfp4_quantize(x, n, o, e, s);
+  }
+  static lowbit::status to_ggml(const std::uint8_t* e, const std::uint8_t* s, std::size_t n, block* b) {
+    return lowbit::nvfp4_to_ggml(e, s, n, b);
+  }
+  static lowbit::status from_ggml(const block* b, std::size_t n, std::uint8_t* e, std::uint8_t* s) {
+    return lowbit::nvfp4_from_ggml(b, n, e, s);
+  }
+  static lowbit::status dequantize_planar(const std::uint8_t* e, const std::uint8_t* s, std::size_t n,
+                                          const options& o, float* y) {
+    return lowbit::nvfp4_dequantize(e, s, n, o, y);
+  }
+};
+
+template <class G>
+void ggml_quantize_bench(benchmark::State& state, std::size_t n, isa which, bool via_planar) {
+  auto src = make_input<float>(n);
+  auto blocks = make_buffer<typename G::block>(n / G::per_block);
+  auto el = make_buffer<std::uint8_t>(n / 2);
+  auto sc = make_buffer<std::uint8_t>(G::scale_bytes(n));
+  const typename G::options o{};
+  lowbit::scoped_isa path(which);
+  for (auto _ : state) {
+    lowbit::status st;
+    if (via_planar) {
+      st = G::quantize_planar(src.get(), n, o, el.get(), sc.get());
+      if (st) st = G::to_ggml(el.get(), sc.get(), n, blocks.get());
+    } else {
+      st = G::quantize(src.get(), n, o, blocks.get());
+    }
+    if (!st) state.SkipWithError("quantize failed");
+    benchmark::DoNotOptimize(st);
+    benchmark::ClobberMemory();
+  }
+  set_counters(state, n, n * sizeof(float) + n / G::per_block * sizeof(typename G::block));
+}
+
+template <class G>
+void ggml_dequantize_bench(benchmark::State& state, std::size_t n, isa which, bool via_planar) {
+  auto src = make_input<float>(n);
+  auto blocks = make_buffer<typename G::block>(n / G::per_block);
+  auto el = make_buffer<std::uint8_t>(n / 2);
+  auto sc = make_buffer<std::uint8_t>(G::scale_bytes(n));
+  auto dst = make_buffer<float>(n);
+  const typename G::options o{};
+  {
+    lowbit::scoped_isa fast(isa::avx2);
+    if (!G::quantize(src.get(), n, o, blocks.get())) state.SkipWithError("quantize failed");
+  }
+  lowbit::scoped_isa path(which);
+  for (auto _ : state) {
+    lowbit::status st;
+    if (via_planar) {
+      st = G::from_ggml(blocks.get(), n, el.get(), sc.get());
+      if (st) st = G::dequantize_planar(el.get(), sc.get(), n, o, dst.get());
+    } else {
+      st = G::dequantize(blocks.get(), n, o, dst.get());
+    }
+    benchmark::DoNotOptimize(st);
+    benchmark::ClobberMemory();
+  }
+  set_counters(state, n, n / G::per_block * sizeof(typename G::block) + n * sizeof(float));
+}
+
 const isa paths[] = {isa::scalar, isa::avx2};
 const std::size_t sizes[] = {lowbit_bench::cache_elements, lowbit_bench::dram_elements};
 
@@ -149,6 +261,21 @@ void register_mx_bf16(const std::string& name) {
   }
 }
 
+template <class G>
+void register_ggml(const std::string& name) {
+  for (std::size_t n : sizes) {
+    for (isa which : paths) {
+      for (bool via : {false, true}) {
+        const std::string kind = via ? "_ggml_via_planar" : "_ggml";
+        benchmark::RegisterBenchmark(("block/" + name + "/quantize" + kind + suffix(which, n)).c_str(),
+                                     ggml_quantize_bench<G>, n, which, via);
+        benchmark::RegisterBenchmark(("block/" + name + "/dequantize" + kind + suffix(which, n)).c_str(),
+                                     ggml_dequantize_bench<G>, n, which, via);
+      }
+    }
+  }
+}
+
 bool register_all() {
   register_mx<lowbit::mxfp4_e2m1>("mxfp4");
   register_mx<lowbit::mxfp6_e2m3>("mxfp6_e2m3");
@@ -164,6 +291,8 @@ bool register_all() {
                                    nvfp4_dequantize_bench<float>, n, which);
     }
   }
+  register_ggml<mxfp4_ggml>("mxfp4");
+  register_ggml<nvfp4_ggml>("nvfp4");
   register_mx_bf16<lowbit::mxfp4_e2m1>("mxfp4");
   register_mx_bf16<lowbit::mxfp8_e4m3>("mxfp8_e4m3");
   for (isa which : paths) {

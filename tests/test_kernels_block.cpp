@@ -655,6 +655,235 @@ TEST(Nvfp4Kernel, ArgumentErrors) {
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// ggml's interleaved FP4 blocks, written and read by the same kernels (mxfp4_quantize_ggml,
+// mxfp4_dequantize_ggml, nvfp4_quantize_ggml, nvfp4_dequantize_ggml): the AVX2 path against the
+// scalar path and both against the planar call plus the conversion, on the edge blocks, under
+// both MXCSR states, with block arrays that start at any byte offset (ggml blocks are 17 and 36
+// bytes, so every element run is unaligned anyway).
+
+template <class Block>
+std::vector<std::uint8_t> block_bytes(const Block* b, std::size_t count) {
+  const auto* p = reinterpret_cast<const std::uint8_t*>(b);
+  return std::vector<std::uint8_t>(p, p + count * sizeof(Block));
+}
+
+// Quantizes x into ggml blocks on `isa`, the blocks `offset` blocks into their buffer.
+template <class Block, class Src, class Options, class Call>
+mx_result ggml_run_quantize(lb::isa isa, const std::vector<Src>& x, const Options& o, std::size_t per_block,
+                            std::size_t offset, Call call) {
+  lb::scoped_isa scope(isa);
+  offset_buffer<Src> src(x.size(), offset);
+  std::memcpy(static_cast<void*>(src.get()), x.data(), x.size() * sizeof(Src));
+  std::vector<Block> buf(x.size() / per_block + offset);
+  std::memset(static_cast<void*>(buf.data()), 0xEE, buf.size() * sizeof(Block));
+  mx_result r;
+  r.status = static_cast<int>(call(src.get(), x.size(), o, buf.data() + offset).code());
+  r.elements = block_bytes(buf.data() + offset, x.size() / per_block);
+  return r;
+}
+
+template <class Dst, class Block, class Options, class Call>
+std::vector<std::uint32_t> ggml_run_dequantize(lb::isa isa, const std::vector<std::uint8_t>& bytes, const Options& o,
+                                               std::size_t per_block, std::size_t offset, int* status, Call call) {
+  lb::scoped_isa scope(isa);
+  const std::size_t count = bytes.size() / sizeof(Block);
+  std::vector<Block> buf(count + 1);
+  std::memcpy(static_cast<void*>(buf.data() + 1), bytes.data(), bytes.size());
+  offset_buffer<Dst> out(count * per_block, offset, Dst{});
+  *status = static_cast<int>(call(buf.data() + 1, count * per_block, o, out.get()).code());
+  return bits_of(out.copy());
+}
+
+// The planar call plus the conversion, on the scalar path.
+template <class Src>
+mx_result mxfp4_ggml_reference(const std::vector<Src>& x, const lb::mx_options& o) {
+  lb::scoped_isa scope(lb::isa::scalar);
+  std::vector<std::uint8_t> e(x.size() / 2), s(x.size() / 32);
+  std::vector<lb::ggml_block_mxfp4> g(x.size() / 32);
+  lb::status st = lb::mx_quantize<lb::mxfp4>(x.data(), x.size(), o, e.data(), s.data());
+  const lb::status c = lb::mxfp4_to_ggml(e.data(), s.data(), x.size(), g.data());
+  if (st) st = c;
+  mx_result r;
+  r.status = static_cast<int>(st.code());
+  r.elements = block_bytes(g.data(), g.size());
+  return r;
+}
+template <class Src>
+mx_result nvfp4_ggml_reference(const std::vector<Src>& x, const lb::nvfp4_options& o) {
+  lb::scoped_isa scope(lb::isa::scalar);
+  std::vector<std::uint8_t> e(x.size() / 2), s(x.size() / 16);
+  std::vector<lb::ggml_block_nvfp4> g(x.size() / 64);
+  lb::status st = lb::nvfp4_quantize(x.data(), x.size(), o, e.data(), s.data());
+  const lb::status c = lb::nvfp4_to_ggml(e.data(), s.data(), x.size(), g.data());
+  if (st) st = c;
+  mx_result r;
+  r.status = static_cast<int>(st.code());
+  r.elements = block_bytes(g.data(), g.size());
+  return r;
+}
+
+struct mxfp4_ggml_calls {
+  using block = lb::ggml_block_mxfp4;
+  using options = lb::mx_options;
+  static constexpr std::size_t per_block = 32;
+  template <class Src>
+  static mx_result reference(const std::vector<Src>& x, const options& o) { return mxfp4_ggml_reference(x, o); }
+  template <class Src>
+  static lb::status quantize(const Src* x, std::size_t n, const options& o, block* b) {
+    return lb::mxfp4_quantize_ggml(x, n, o, b);
+  }
+  template <class Dst>
+  static lb::status dequantize(const block* b, std::size_t n, const options& o, Dst* y) {
+    return lb::mxfp4_dequantize_ggml(b, n, o, y);
+  }
+};
+struct nvfp4_ggml_calls {
+  using block = lb::ggml_block_nvfp4;
+  using options = lb::nvfp4_options;
+  static constexpr std::size_t per_block = 64;
+  template <class Src>
+  static mx_result reference(const std::vector<Src>& x, const options& o) { return nvfp4_ggml_reference(x, o); }
+  template <class Src>
+  static lb::status quantize(const Src* x, std::size_t n, const options& o, block* b) {
+    return lb::nvfp4_quantize_ggml(x, n, o, b);
+  }
+  template <class Dst>
+  static lb::status dequantize(const block* b, std::size_t n, const options& o, Dst* y) {
+    return lb::nvfp4_dequantize_ggml(b, n, o, y);
+  }
+};
+
+template <class Calls, class Dst>
+void ggml_compare_dequantize(const std::vector<std::uint8_t>& bytes, const typename Calls::options& o,
+                             std::size_t offset, const std::string& w) {
+  using B = typename Calls::block;
+  auto call = [](const B* b, std::size_t n, const typename Calls::options& oo, Dst* y) {
+    return Calls::dequantize(b, n, oo, y);
+  };
+  int st_s = 0, st_v = 0;
+  EXPECT_SAME((ggml_run_dequantize<Dst, B>(lb::isa::scalar, bytes, o, Calls::per_block, 0, &st_s, call)),
+              (ggml_run_dequantize<Dst, B>(lb::isa::avx2, bytes, o, Calls::per_block, offset, &st_v, call)), w);
+  EXPECT_EQ(st_s, st_v) << w;
+}
+
+template <class Calls, class Src>
+void ggml_compare(const std::vector<Src>& x, const typename Calls::options& o, std::size_t offset,
+                  const std::string& what) {
+  using B = typename Calls::block;
+  auto call = [](const Src* p, std::size_t n, const typename Calls::options& oo, B* b) {
+    return Calls::quantize(p, n, oo, b);
+  };
+  const mx_result ref = Calls::reference(x, o);
+  for (bool ftz : ftz_daz_states) {
+    fp_env env(ftz);
+    const std::string w = what + (ftz ? " [FTZ+DAZ]" : " [no FTZ/DAZ]");
+    const mx_result s = ggml_run_quantize<B>(lb::isa::scalar, x, o, Calls::per_block, 0, call);
+    const mx_result v = ggml_run_quantize<B>(lb::isa::avx2, x, o, Calls::per_block, offset, call);
+    EXPECT_EQ(s.status, ref.status) << w;
+    EXPECT_EQ(v.status, ref.status) << w;
+    EXPECT_SAME(ref.elements, s.elements, w + " blocks, scalar against planar + conversion");
+    EXPECT_SAME(s.elements, v.elements, w + " blocks");
+    ggml_compare_dequantize<Calls, float>(s.elements, o, offset, w + " dequantized to float");
+    ggml_compare_dequantize<Calls, lb::bfloat16>(s.elements, o, offset, w + " dequantized to bfloat16");
+    const std::vector<std::uint8_t> rnd = random_bytes(s.elements.size(), x.size() + offset);
+    ggml_compare_dequantize<Calls, float>(rnd, o, offset, w + " random bytes to float");
+    ggml_compare_dequantize<Calls, lb::bfloat16>(rnd, o, offset, w + " random bytes to bfloat16");
+  }
+}
+
+TEST(GgmlLayoutKernel, Mxfp4EveryOption) {
+  REQUIRE_AVX2();
+  std::uint64_t seed = 3000;
+  const lb::e8m0_rule rules[] = {lb::e8m0_rule::floor, lb::e8m0_rule::ceil, lb::e8m0_rule::even,
+                                 lb::e8m0_rule::floor_log2f};
+  for (lb::e8m0_rule rule : rules) {
+    for (rounding rm : element_roundings) {
+      for (bool signed_zero : {true, false}) {
+        lb::mx_options o;
+        o.scale_rule = rule;
+        o.element_rounding = rm;
+        o.signed_zero = signed_zero;
+        const std::size_t blocks = 1 + (seed * 7) % 45;
+        const std::vector<float> x = make_data<lb::mxfp4_e2m1>(blocks * 32, 32, seed++);
+        const std::string w = "mxfp4 ggml rule " + std::to_string(static_cast<int>(rule)) + " rm " +
+                              std::to_string(static_cast<int>(rm)) + (signed_zero ? "" : " unsigned zero");
+        ggml_compare<mxfp4_ggml_calls>(x, o, seed % 8, w);
+        if (rm == rounding::nearest_even) ggml_compare<mxfp4_ggml_calls>(to_bf16(x), o, seed % 5, w + " bfloat16");
+      }
+    }
+  }
+  lb::mx_options strict;
+  strict.non_finite_is_error = true;
+  ggml_compare<mxfp4_ggml_calls>(make_data<lb::mxfp4_e2m1>(32 * 1000, 32, 99), strict, 3, "mxfp4 ggml long");
+  ggml_compare<mxfp4_ggml_calls>(make_data<lb::mxfp4_e2m1>(32 * 512, 32, 7, -3, 3), lb::mx_presets::ggml(), 1,
+                                 "mxfp4 ggml typical");
+}
+
+TEST(GgmlLayoutKernel, Nvfp4EveryOption) {
+  REQUIRE_AVX2();
+  std::uint64_t seed = 4000;
+  for (rounding erm : element_roundings) {
+    for (rounding srm : {rounding::nearest_even, rounding::nearest_away, rounding::toward_zero}) {
+      lb::nvfp4_options o;
+      o.element_rounding = erm;
+      o.scale_rounding = srm;
+      o.signed_zero = (seed & 1u) != 0;
+      const std::size_t blocks = 1 + (seed * 5) % 23;  // ggml blocks: groups of 8 sub-blocks and a last 4
+      const std::vector<float> x = make_data<lb::mxfp4_e2m1>(blocks * 64, 16, seed++, -135, 120);
+      for (const lb::nvfp4_options& t : tensor_scales_for(x)) {
+        lb::nvfp4_options ot = o;
+        ot.tensor_scale = t.tensor_scale;
+        ot.tensor_scale_convention = t.tensor_scale_convention;
+        ggml_compare<nvfp4_ggml_calls>(x, ot, seed % 8,
+                                       "nvfp4 ggml rm " + std::to_string(static_cast<int>(erm)) + "/" +
+                                           std::to_string(static_cast<int>(srm)) + " t " + std::to_string(t.tensor_scale));
+      }
+      ggml_compare<nvfp4_ggml_calls>(to_bf16(x), o, seed % 3, "nvfp4 ggml bfloat16");
+    }
+  }
+  const std::vector<float> x = make_data<lb::mxfp4_e2m1>(64 * 1001, 16, 77, -130, 100);
+  ggml_compare<nvfp4_ggml_calls>(x, lb::nvfp4_presets::ggml(), 1, "nvfp4 ggml long ggml preset");
+  lb::nvfp4_options strict;
+  strict.non_finite_is_error = true;
+  ggml_compare<nvfp4_ggml_calls>(x, strict, 2, "nvfp4 ggml long non_finite_is_error");
+}
+
+// Streaming stores for a 16 MiB float output: the same bits on both paths; for NVFP4 also with a
+// scale byte 0xFF late in the array (scale_overflow, the same prefix written).
+TEST(GgmlLayoutKernel, LargeOutputStreamingStores) {
+  REQUIRE_AVX2();
+  {
+    const std::vector<std::uint8_t> g = random_bytes(large_n / 32 * sizeof(lb::ggml_block_mxfp4), 5);
+    const auto* b = reinterpret_cast<const lb::ggml_block_mxfp4*>(g.data());
+    std::vector<float> a(large_n + 8), c(large_n + 8);
+    {
+      lb::scoped_isa scalar(lb::isa::scalar);
+      ASSERT_TRUE(lb::mxfp4_dequantize_ggml(b, large_n, {}, aligned32(a)));
+    }
+    ASSERT_TRUE(lb::mxfp4_dequantize_ggml(b, large_n, {}, aligned32(c)));
+    EXPECT_EQ(std::memcmp(aligned32(a), aligned32(c), large_n * sizeof(float)), 0) << "mxfp4";
+  }
+  std::vector<std::uint8_t> g = random_bytes(large_n / 64 * sizeof(lb::ggml_block_nvfp4), 6);
+  for (std::size_t i = 0; i < g.size(); i += sizeof(lb::ggml_block_nvfp4))
+    for (std::size_t k = 0; k < 4; ++k)
+      if (g[i + k] == 0xFF) g[i + k] = 0x7F;
+  for (bool overflow : {false, true}) {
+    if (overflow) g[(large_n / 64 - 3) * sizeof(lb::ggml_block_nvfp4) + 1] = 0xFF;
+    const auto* b = reinterpret_cast<const lb::ggml_block_nvfp4*>(g.data());
+    std::vector<float> a(large_n + 8, 3.0f), c(large_n + 8, 3.0f);
+    lb::status sa, sc;
+    {
+      lb::scoped_isa scalar(lb::isa::scalar);
+      sa = lb::nvfp4_dequantize_ggml(b, large_n, {}, aligned32(a));
+    }
+    sc = lb::nvfp4_dequantize_ggml(b, large_n, {}, aligned32(c));
+    EXPECT_EQ(sa.code(), overflow ? lb::errc::scale_overflow : lb::errc::ok);
+    EXPECT_EQ(sc.code(), sa.code());
+    EXPECT_EQ(std::memcmp(aligned32(a), aligned32(c), large_n * sizeof(float)), 0) << "nvfp4";
+  }
+}
+
 // The kernels really are selected: with AVX2 active the dispatch takes them, and forcing the
 // scalar path is visible through active_isa().
 TEST(BlockKernelDispatch, PathsAreSelectable) {

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "support.hpp"
@@ -801,6 +802,17 @@ TEST(MxLayout, Bfloat16InAndOut) {
   EXPECT_EQ(eb, ef);
 }
 
+std::vector<lb::isa> block_paths() {
+  std::vector<lb::isa> v = {lb::isa::scalar};
+  if (lowbit_test::have_avx2()) v.push_back(lb::isa::avx2);
+  return v;
+}
+
+std::uint8_t blocks_byte(const lb::ggml_block_mxfp4& g, std::size_t k) { return k == 0 ? g.e : g.qs[k - 1]; }
+bool same_blocks(const std::vector<lb::ggml_block_mxfp4>& a, const std::vector<lb::ggml_block_mxfp4>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(a[0])) == 0);
+}
+
 TEST(MxLayout, GgmlBlockMxfp4) {
   // Planar codes c_j = j for j < 16 and 31 - j for j >= 16 (so c_{j+16} = 15 - j).
   // ggml: qs[j] = c_j | c_{j+16} << 4 = j | (15 - j) << 4: qs[0] = 0xF0, qs[1] = 0xE1, qs[15] = 0x0F.
@@ -874,6 +886,269 @@ TEST(MxLayout, GgmlPresetReproducesGgmlBlocks) {
     ggml_mxfp4_reference(x.data() + 32 * b, &theirs[b]);
     ASSERT_EQ(ours[b].e, theirs[b].e) << b;
     for (int j = 0; j < 16; ++j) ASSERT_EQ(ours[b].qs[j], theirs[b].qs[j]) << b << " " << j;
+  }
+  // Straight into the blocks, on every path: the same bytes as the port.
+  for (const lb::isa path : block_paths()) {
+    const lb::scoped_isa use(path);
+    std::vector<lb::ggml_block_mxfp4> direct(256);
+    ASSERT_TRUE(lb::mxfp4_quantize_ggml(x.data(), x.size(), lb::mx_presets::ggml(), direct.data()).ok());
+    EXPECT_TRUE(same_blocks(direct, theirs)) << lb::isa_name(path);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Quantizing straight into ggml's block_mxfp4 and dequantizing straight out of it
+// (mxfp4_quantize_ggml, mxfp4_dequantize_ggml), on every path this build has.
+
+TEST(MxGgmlDirect, BlocksAsTheLayoutDescribesThem) {
+  // docs/block-formats.md 2.4: block_mxfp4 = e, then qs[j] = x[j] | x[j+16] << 4. Block 0 holds the
+  // E2M1 values of codes c_j = j (j < 16) and c_j = 31 - j (j >= 16), amax 6: s = floor(log2 6) - 2
+  // = 0, e = 127 = 0x7F, codes exact. Block 1 is block 0 times 4 (e = 0x81), block 2 times 2^-130
+  // (every product lies on float's grid down to 2^-131: e = 0x00 after the clamp at s = -127,
+  // the elements 0.5 * 2^-130 ... round at 2^-127's grid). Only blocks 0 and 1 are checked by hand.
+  const float e2m1[16] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
+                          -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+  std::vector<float> x(64);
+  for (std::size_t j = 0; j < 32; ++j) {
+    x[j] = e2m1[j < 16 ? j : 31 - j];
+    x[32 + j] = 4.0f * x[j];
+  }
+  lb::ggml_block_mxfp4 want{};
+  want.e = 0x7F;
+  for (unsigned j = 0; j < 16; ++j) want.qs[j] = static_cast<std::uint8_t>(j | (15u - j) << 4);
+  for (const lb::isa path : block_paths()) {
+    const lb::scoped_isa use(path);
+    std::vector<lb::ggml_block_mxfp4> g(2);
+    ASSERT_EQ(lb::mxfp4_quantize_ggml(x.data(), 64, {}, g.data()).code(), errc::ok) << lb::isa_name(path);
+    for (std::size_t k = 0; k < 17; ++k) {
+      EXPECT_EQ(blocks_byte(g[0], k), blocks_byte(want, k)) << lb::isa_name(path) << " byte " << k;
+      EXPECT_EQ(blocks_byte(g[1], k), k == 0 ? 0x81 : blocks_byte(want, k)) << lb::isa_name(path) << " byte " << k;
+    }
+    // ... and back: X * P_j exactly.
+    std::vector<float> y(64);
+    ASSERT_EQ(lb::mxfp4_dequantize_ggml(g.data(), 64, {}, y.data()).code(), errc::ok);
+    for (std::size_t i = 0; i < 64; ++i)
+      EXPECT_EQ(lowbit_test::float_bits(y[i]), lowbit_test::float_bits(x[i])) << lb::isa_name(path) << " " << i;
+  }
+}
+
+// The reference: the planar call, then the conversion (both on the scalar path).
+struct mx_ggml_ref {
+  lb::status status;
+  std::vector<lb::ggml_block_mxfp4> blocks;
+};
+template <class Src>
+mx_ggml_ref mx_ggml_reference(const std::vector<Src>& x, const lb::mx_options& o) {
+  const lb::scoped_isa scalar(lb::isa::scalar);
+  std::vector<std::uint8_t> e(x.size() / 2), s(x.size() / 32);
+  mx_ggml_ref r;
+  r.blocks.assign(x.size() / 32, lb::ggml_block_mxfp4{});
+  r.status = lb::mx_quantize<lb::mxfp4>(x.data(), x.size(), o, e.data(), s.data());
+  const lb::status c = lb::mxfp4_to_ggml(e.data(), s.data(), x.size(), r.blocks.data());
+  if (r.status) r.status = c;
+  return r;
+}
+template <class Dst>
+std::vector<Dst> mx_ggml_reference_back(const std::vector<lb::ggml_block_mxfp4>& g, const lb::mx_options& o) {
+  const lb::scoped_isa scalar(lb::isa::scalar);
+  const std::size_t n = 32 * g.size();
+  std::vector<std::uint8_t> e(n / 2), s(n / 32);
+  std::vector<Dst> y(n);
+  EXPECT_TRUE(lb::mxfp4_from_ggml(g.data(), n, e.data(), s.data()));
+  EXPECT_TRUE(lb::mx_dequantize<lb::mxfp4>(e.data(), s.data(), n, o, y.data()));
+  return y;
+}
+template <class T>
+std::vector<std::uint32_t> value_bits(const std::vector<T>& v) {
+  std::vector<std::uint32_t> r(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if constexpr (std::is_same<T, float>::value) {
+      r[i] = lowbit_test::float_bits(v[i]);
+    } else {
+      r[i] = v[i].bits();
+    }
+  }
+  return r;
+}
+
+template <class Src>
+void check_mx_ggml_direct(const std::vector<Src>& x, const lb::mx_options& o, const std::string& what) {
+  const mx_ggml_ref ref = mx_ggml_reference(x, o);
+  const std::vector<float> back = mx_ggml_reference_back<float>(ref.blocks, o);
+  const std::vector<lb::bfloat16> back16 = mx_ggml_reference_back<lb::bfloat16>(ref.blocks, o);
+  for (const lb::isa path : block_paths()) {
+    const lb::scoped_isa use(path);
+    const std::string w = what + " " + lb::isa_name(path);
+    std::vector<lb::ggml_block_mxfp4> g(x.size() / 32);
+    std::memset(g.data(), 0xEE, g.size() * sizeof(g[0]));
+    EXPECT_EQ(lb::mxfp4_quantize_ggml(x.data(), x.size(), o, g.data()).code(), ref.status.code()) << w;
+    EXPECT_TRUE(same_blocks(g, ref.blocks)) << w;
+    std::vector<float> y(x.size(), -1.0f);
+    std::vector<lb::bfloat16> y16(x.size());
+    EXPECT_TRUE(lb::mxfp4_dequantize_ggml(ref.blocks.data(), x.size(), o, y.data())) << w;
+    EXPECT_TRUE(lb::mxfp4_dequantize_ggml(ref.blocks.data(), x.size(), o, y16.data())) << w;
+    EXPECT_EQ(value_bits(y), value_bits(back)) << w;
+    EXPECT_EQ(value_bits(y16), value_bits(back16)) << w;
+  }
+}
+
+// Blocks of every kind the kernels treat apart: Gaussian at magnitudes from 2^-140 (below the
+// AVX2 fast range) to 2^120, all zeros with signs, one NaN or Inf, float subnormals, ties.
+std::vector<float> mx_edge_blocks(std::size_t blocks, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::uniform_int_distribution<int> mag(-140, 120);
+  std::vector<float> x(32 * blocks);
+  for (std::size_t b = 0; b < blocks; ++b) {
+    float* v = x.data() + 32 * b;
+    const int m = mag(gen);
+    for (std::size_t j = 0; j < 32; ++j) v[j] = std::ldexp(nd(gen), m);
+    switch (b % 7) {
+      case 1: for (std::size_t j = 0; j < 32; ++j) v[j] = j % 3 == 0 ? -0.0f : 0.0f; break;
+      case 2: v[gen() % 32] = b % 2 ? nan_f : -inf_f; break;
+      case 3: for (std::size_t j = 0; j < 32; ++j) v[j] = std::ldexp(nd(gen), -140); break;
+      case 4: for (std::size_t j = 0; j < 32; ++j) v[j] = static_cast<float>(static_cast<int>(j % 13) - 6) * 0.25f; break;
+      default: break;
+    }
+  }
+  return x;
+}
+
+TEST(MxGgmlDirect, SameBlocksAndValuesAsPlanarPlusConversion) {
+  // Block counts that leave partial groups of eight, and one long enough for many groups.
+  std::vector<lb::mx_options> opts = {lb::mx_presets::ocp(), lb::mx_presets::ggml(), lb::mx_presets::rceil(),
+                                      lb::mx_presets::microxcaling(), with_rule(e8m0_rule::even),
+                                      with_rule(e8m0_rule::floor_log2f), with_rounding(rounding::toward_zero),
+                                      with_rounding(rounding::toward_pos_inf)};
+  opts.push_back(lb::mx_presets::ggml());
+  opts.back().scale_rule = e8m0_rule::floor_log2f;  // what gguf_quantize uses
+  opts.push_back(lb::mx_options{});
+  opts.back().non_finite_is_error = true;
+  unsigned seed = 1;
+  for (const lb::mx_options& o : opts) {
+    for (std::size_t blocks : {std::size_t{1}, std::size_t{3}, std::size_t{7}, std::size_t{9}, std::size_t{17},
+                               std::size_t{301}}) {
+      const std::vector<float> x = mx_edge_blocks(blocks, seed++);
+      const std::string w = "rule " + std::to_string(static_cast<int>(o.scale_rule)) + " rm " +
+                            std::to_string(static_cast<int>(o.element_rounding)) + " blocks " + std::to_string(blocks);
+      check_mx_ggml_direct(x, o, w);
+      std::vector<lb::bfloat16> xb(x.size());
+      for (std::size_t i = 0; i < x.size(); ++i) xb[i] = lb::encode<lb::bfloat16>(x[i]);
+      check_mx_ggml_direct(xb, o, w + " bfloat16");
+    }
+  }
+}
+
+TEST(MxGgmlDirect, ArbitraryBlockBytesDecodeAsTheConversionDoes) {
+  // Every scale byte (0xFF: NaN; ggml would read 2^128) with random nibbles.
+  std::mt19937 gen(7);
+  std::vector<lb::ggml_block_mxfp4> g(256 + 5);
+  for (std::size_t b = 0; b < g.size(); ++b) {
+    g[b].e = static_cast<std::uint8_t>(b);
+    for (auto& q : g[b].qs) q = static_cast<std::uint8_t>(gen());
+  }
+  const std::vector<float> want = mx_ggml_reference_back<float>(g, {});
+  const std::vector<lb::bfloat16> want16 = mx_ggml_reference_back<lb::bfloat16>(g, {});
+  for (const lb::isa path : block_paths()) {
+    const lb::scoped_isa use(path);
+    std::vector<float> y(32 * g.size());
+    std::vector<lb::bfloat16> y16(32 * g.size());
+    ASSERT_EQ(lb::mxfp4_dequantize_ggml(lb::span<const lb::ggml_block_mxfp4>(g), {}, lb::span<float>(y)).code(), errc::ok);
+    ASSERT_EQ(lb::mxfp4_dequantize_ggml(lb::span<const lb::ggml_block_mxfp4>(g), {}, lb::span<lb::bfloat16>(y16)).code(),
+              errc::ok);
+    EXPECT_EQ(value_bits(y), value_bits(want)) << lb::isa_name(path);
+    EXPECT_EQ(value_bits(y16), value_bits(want16)) << lb::isa_name(path);
+  }
+}
+
+TEST(MxGgmlDirect, NonFiniteBlocksAreWrittenAndReported) {
+  // Block 1 holds a NaN, block 2 an Inf: scale 0xFF and zero nibbles, as mxfp4_to_ggml copies
+  // them; the status is non_finite_input with or without non_finite_is_error (ggml would read the
+  // block as zeros), and every block is written.
+  std::vector<float> x = mx_edge_blocks(4, 3);
+  for (std::size_t j = 0; j < 32; ++j) x[j] = 1.0f;  // block 0: scale 2^-2 (0x7D), codes 6 (4 * 2^-2)
+  x[32 + 5] = nan_f;
+  x[64 + 31] = -inf_f;
+  for (const lb::isa path : block_paths()) {
+    const lb::scoped_isa use(path);
+    for (bool strict : {false, true}) {
+      lb::mx_options o;
+      o.non_finite_is_error = strict;
+      std::vector<lb::ggml_block_mxfp4> g(4);
+      std::memset(g.data(), 0xEE, sizeof(g[0]) * 4);
+      EXPECT_EQ(lb::mxfp4_quantize_ggml(x.data(), x.size(), o, g.data()).code(), errc::non_finite_input);
+      EXPECT_EQ(g[0].e, 0x7D);
+      EXPECT_EQ(g[0].qs[0], 0x66);
+      for (std::size_t b : {1, 2}) {
+        EXPECT_EQ(g[b].e, 0xFF) << b;
+        for (auto q : g[b].qs) EXPECT_EQ(q, 0) << b;
+      }
+      EXPECT_NE(g[3].e, 0xEE);  // written after the NaN blocks
+      const mx_ggml_ref ref = mx_ggml_reference(x, o);
+      EXPECT_TRUE(same_blocks(g, ref.blocks));
+    }
+  }
+}
+
+TEST(MxGgmlDirect, ErrorsWriteNothing) {
+  std::vector<float> x(128, 1.0f);
+  std::vector<lb::ggml_block_mxfp4> g(4);
+  std::vector<float> y(128, 5.0f);
+  auto untouched = [&] {
+    for (const auto& b : g)
+      if (b.e != 0xEE) return false;
+    for (float v : y)
+      if (v != 5.0f) return false;
+    return true;
+  };
+  for (const lb::isa path : block_paths()) {
+    const lb::scoped_isa use(path);
+    std::memset(g.data(), 0xEE, sizeof(g[0]) * g.size());
+    // options
+    EXPECT_EQ(lb::mxfp4_quantize_ggml(x.data(), 64, with_rounding(rounding::stochastic), g.data()).code(),
+              errc::bad_argument);
+    EXPECT_EQ(lb::mxfp4_quantize_ggml(x.data(), 64, with_rule(static_cast<e8m0_rule>(9)), g.data()).code(),
+              errc::bad_argument);
+    EXPECT_EQ(lb::mxfp4_quantize_ggml(x.data(), 64, lb::mx_presets::ocp(16), g.data()).code(), errc::bad_block_size);
+    EXPECT_EQ(lb::mxfp4_quantize_ggml(x.data(), 64, lb::mx_presets::ocp(64), g.data()).code(), errc::bad_block_size);
+    EXPECT_EQ(lb::mxfp4_dequantize_ggml(g.data(), 64, lb::mx_presets::ocp(16), y.data()).code(), errc::bad_block_size);
+    // shape: not a whole number of blocks; the check comes before the null one
+    EXPECT_EQ(lb::mxfp4_quantize_ggml(x.data(), 48, {}, g.data()).code(), errc::bad_block_size);
+    EXPECT_EQ(lb::mxfp4_quantize_ggml(static_cast<const float*>(nullptr), 33, {}, nullptr).code(), errc::bad_block_size);
+    EXPECT_EQ(lb::mxfp4_dequantize_ggml(g.data(), 96 + 16, {}, y.data()).code(), errc::bad_block_size);
+    const std::size_t huge = (std::numeric_limits<std::size_t>::max() / 64) * 32;
+    EXPECT_EQ(lb::mxfp4_quantize_ggml(x.data(), huge, {}, g.data()).code(), errc::bad_argument);
+    // empty: ok, pointers may be null
+    EXPECT_EQ(lb::mxfp4_quantize_ggml(static_cast<const float*>(nullptr), 0, {}, nullptr).code(), errc::ok);
+    EXPECT_EQ(lb::mxfp4_dequantize_ggml(nullptr, 0, {}, static_cast<float*>(nullptr)).code(), errc::ok);
+    // buffers
+    EXPECT_EQ(lb::mxfp4_quantize_ggml(static_cast<const float*>(nullptr), 64, {}, g.data()).code(), errc::bad_argument);
+    EXPECT_EQ(lb::mxfp4_quantize_ggml(x.data(), 64, {}, nullptr).code(), errc::bad_argument);
+    EXPECT_EQ(lb::mxfp4_dequantize_ggml(nullptr, 64, {}, y.data()).code(), errc::bad_argument);
+    EXPECT_EQ(lb::mxfp4_dequantize_ggml(g.data(), 64, {}, static_cast<float*>(nullptr)).code(), errc::bad_argument);
+    const float* odd = reinterpret_cast<const float*>(reinterpret_cast<const char*>(x.data()) + 1);
+    EXPECT_EQ(lb::mxfp4_quantize_ggml(odd, 32, {}, g.data()).code(), errc::misaligned);
+    float* odd_out = reinterpret_cast<float*>(reinterpret_cast<char*>(y.data()) + 2);
+    EXPECT_EQ(lb::mxfp4_dequantize_ggml(g.data(), 32, {}, odd_out).code(), errc::misaligned);
+    // overlapping: blocks over the source, values over the blocks
+    auto* over = reinterpret_cast<lb::ggml_block_mxfp4*>(x.data() + 8);
+    EXPECT_EQ(lb::mxfp4_quantize_ggml(x.data(), 64, {}, over).code(), errc::overlapping_buffers);
+    EXPECT_EQ(lb::mxfp4_dequantize_ggml(over, 32, {}, x.data()).code(), errc::overlapping_buffers);
+    EXPECT_TRUE(std::all_of(x.begin(), x.end(), [](float v) { return v == 1.0f; }));
+    // spans: sizes from the spans, size_mismatch after the options and shape checks
+    EXPECT_EQ(lb::mxfp4_quantize_ggml(lb::span<const float>(x.data(), 64), {}, lb::span<lb::ggml_block_mxfp4>(g)).code(),
+              errc::size_mismatch);
+    EXPECT_EQ(lb::mxfp4_quantize_ggml(lb::span<const float>(x.data(), 48), {}, lb::span<lb::ggml_block_mxfp4>(g)).code(),
+              errc::bad_block_size);
+    EXPECT_EQ(lb::mxfp4_dequantize_ggml(lb::span<const lb::ggml_block_mxfp4>(g), {}, lb::span<float>(y.data(), 64)).code(),
+              errc::size_mismatch);
+    EXPECT_TRUE(untouched()) << lb::isa_name(path);
+    // and the span forms work
+    EXPECT_EQ(lb::mxfp4_quantize_ggml(lb::span<const float>(x), {}, lb::span<lb::ggml_block_mxfp4>(g)).code(), errc::ok);
+    EXPECT_EQ(g[3].e, 0x7D);
+    EXPECT_EQ(lb::mxfp4_dequantize_ggml(lb::span<const lb::ggml_block_mxfp4>(g), {}, lb::span<float>(y)).code(), errc::ok);
+    EXPECT_EQ(y[127], 1.0f);
+    std::fill(y.begin(), y.end(), 5.0f);
   }
 }
 

@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <string>
+#include <cstring>
 #include <vector>
 
 #include "support.hpp"
@@ -49,6 +51,12 @@ lb::nvfp4_options with_options(const lb::nvfp4_options& t, lb::nvfp4_options o) 
   o.tensor_scale = t.tensor_scale;
   o.tensor_scale_convention = t.tensor_scale_convention;
   return o;
+}
+
+std::vector<lb::isa> block_paths() {
+  std::vector<lb::isa> v = {lb::isa::scalar};
+  if (lowbit_test::have_avx2()) v.push_back(lb::isa::avx2);
+  return v;
 }
 
 std::vector<float> block(std::initializer_list<float> head, std::size_t n = 16) {
@@ -639,6 +647,279 @@ TEST(Nvfp4Layout, GgmlPresetReproducesGgmlBlocks) {
       ASSERT_EQ(ours[b].d[k], theirs[b].d[k]) << b << " " << k;
     }
     for (int j = 0; j < 32; ++j) ASSERT_EQ(ours[b].qs[j], theirs[b].qs[j]) << b << " " << j;
+  }
+  // Straight into the blocks, on every path: the same bytes as the port.
+  for (const lb::isa path : block_paths()) {
+    const lb::scoped_isa use(path);
+    std::vector<lb::ggml_block_nvfp4> direct(nblocks);
+    ASSERT_TRUE(lb::nvfp4_quantize_ggml(x.data(), x.size(), lb::nvfp4_presets::ggml(), direct.data()).ok());
+    EXPECT_EQ(std::memcmp(direct.data(), theirs.data(), nblocks * sizeof(theirs[0])), 0) << lb::isa_name(path);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Quantizing straight into ggml's block_nvfp4 and dequantizing straight out of it
+// (nvfp4_quantize_ggml, nvfp4_dequantize_ggml), on every path this build has.
+
+TEST(Nvfp4GgmlDirect, BlocksAsTheLayoutDescribesThem) {
+  // docs/block-formats.md 3.4: d[0..3], then sub-block s: qs[8s + j] = x[16s + j] | x[16s + j + 8] << 4.
+  // Sub-block s holds the E2M1 values of codes c_j = j (j = 0..15) times 2^s: amax 6 * 2^s, target
+  // 2^s, E4M3 code 0x38 + 8s (1.0, 2.0, 4.0, 8.0), quotients exact. So d = 38 40 48 50 and
+  // qs[8s + j] = j | (j + 8) << 4 for every s.
+  const float e2m1[16] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
+                          -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+  std::vector<float> x(64);
+  for (std::size_t i = 0; i < 64; ++i) x[i] = std::ldexp(e2m1[i % 16], static_cast<int>(i / 16));
+  for (const lb::isa path : block_paths()) {
+    const lb::scoped_isa use(path);
+    lb::ggml_block_nvfp4 g{};
+    ASSERT_EQ(lb::nvfp4_quantize_ggml(x.data(), 64, single, &g).code(), errc::ok) << lb::isa_name(path);
+    EXPECT_EQ(g.d[0], 0x38);
+    EXPECT_EQ(g.d[1], 0x40);
+    EXPECT_EQ(g.d[2], 0x48);
+    EXPECT_EQ(g.d[3], 0x50);
+    for (unsigned k = 0; k < 32; ++k)
+      EXPECT_EQ(g.qs[k], static_cast<std::uint8_t>((k % 8) | (k % 8 + 8) << 4)) << lb::isa_name(path) << " " << k;
+    std::vector<float> y(64);
+    ASSERT_EQ(lb::nvfp4_dequantize_ggml(&g, 64, single, y.data()).code(), errc::ok);
+    for (std::size_t i = 0; i < 64; ++i)
+      EXPECT_EQ(lowbit_test::float_bits(y[i]), lowbit_test::float_bits(x[i])) << lb::isa_name(path) << " " << i;
+  }
+}
+
+struct nv_ggml_ref {
+  lb::status status;
+  std::vector<lb::ggml_block_nvfp4> blocks;
+};
+template <class Src>
+nv_ggml_ref nv_ggml_reference(const std::vector<Src>& x, const lb::nvfp4_options& o) {
+  const lb::scoped_isa scalar(lb::isa::scalar);
+  std::vector<std::uint8_t> e(x.size() / 2), s(x.size() / 16);
+  nv_ggml_ref r;
+  r.blocks.assign(x.size() / 64, lb::ggml_block_nvfp4{});
+  r.status = lb::nvfp4_quantize(x.data(), x.size(), o, e.data(), s.data());
+  const lb::status c = lb::nvfp4_to_ggml(e.data(), s.data(), x.size(), r.blocks.data());
+  if (r.status) r.status = c;
+  return r;
+}
+// The values of the ggml blocks before the first scale byte 0xFF (nvfp4_from_ggml stops there),
+// `fill` after them, and the status of the conversion.
+template <class Dst>
+std::vector<Dst> nv_ggml_reference_back(const std::vector<lb::ggml_block_nvfp4>& g, const lb::nvfp4_options& o, Dst fill,
+                                        lb::status* st) {
+  const lb::scoped_isa scalar(lb::isa::scalar);
+  std::vector<Dst> y(64 * g.size(), fill);
+  *st = lb::status{};
+  for (std::size_t b = 0; b < g.size(); ++b) {
+    std::uint8_t e[32], s[4];
+    *st = lb::nvfp4_from_ggml(&g[b], 64, e, s);
+    if (!*st) break;
+    EXPECT_TRUE(lb::nvfp4_dequantize(e, s, 64, o, y.data() + 64 * b));
+  }
+  return y;
+}
+template <class T>
+std::vector<std::uint32_t> value_bits(const std::vector<T>& v) {
+  std::vector<std::uint32_t> r(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if constexpr (std::is_same<T, float>::value) {
+      r[i] = lowbit_test::float_bits(v[i]);
+    } else {
+      r[i] = v[i].bits();
+    }
+  }
+  return r;
+}
+bool same_blocks(const std::vector<lb::ggml_block_nvfp4>& a, const std::vector<lb::ggml_block_nvfp4>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(a[0])) == 0);
+}
+
+template <class Dst>
+void check_nv_ggml_back(const std::vector<lb::ggml_block_nvfp4>& g, const lb::nvfp4_options& o, const std::string& w) {
+  lb::status want_st;
+  const std::vector<Dst> want = nv_ggml_reference_back<Dst>(g, o, Dst{}, &want_st);
+  std::vector<Dst> y(64 * g.size(), Dst{});
+  EXPECT_EQ(lb::nvfp4_dequantize_ggml(g.data(), y.size(), o, y.data()).code(), want_st.code()) << w;
+  EXPECT_EQ(value_bits(y), value_bits(want)) << w;
+}
+
+template <class Src>
+void check_nv_ggml_direct(const std::vector<Src>& x, const lb::nvfp4_options& o, const std::string& what) {
+  const nv_ggml_ref ref = nv_ggml_reference(x, o);
+  for (const lb::isa path : block_paths()) {
+    const lb::scoped_isa use(path);
+    const std::string w = what + " " + lb::isa_name(path);
+    std::vector<lb::ggml_block_nvfp4> g(x.size() / 64);
+    std::memset(g.data(), 0xEE, g.size() * sizeof(g[0]));
+    EXPECT_EQ(lb::nvfp4_quantize_ggml(x.data(), x.size(), o, g.data()).code(), ref.status.code()) << w;
+    EXPECT_TRUE(same_blocks(g, ref.blocks)) << w;
+    check_nv_ggml_back<float>(ref.blocks, o, w + " to float");
+    check_nv_ggml_back<lb::bfloat16>(ref.blocks, o, w + " to bfloat16");
+  }
+}
+
+// Sub-blocks of every kind the kernels treat apart: Gaussian from 2^-135 to 2^120, all zeros with
+// signs, one NaN or Inf, float subnormals, E2M1 ties.
+std::vector<float> nv_edge_blocks(std::size_t ggml_blocks, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::uniform_int_distribution<int> mag(-135, 120);
+  std::vector<float> x(64 * ggml_blocks);
+  for (std::size_t b = 0; b < 4 * ggml_blocks; ++b) {
+    float* v = x.data() + 16 * b;
+    const int m = mag(gen);
+    for (std::size_t j = 0; j < 16; ++j) v[j] = std::ldexp(nd(gen), m);
+    switch (b % 7) {
+      case 1: for (std::size_t j = 0; j < 16; ++j) v[j] = j % 3 == 0 ? -0.0f : 0.0f; break;
+      case 2: v[gen() % 16] = b % 2 ? nan_f : -inf_f; break;
+      case 3: for (std::size_t j = 0; j < 16; ++j) v[j] = std::ldexp(nd(gen), -140); break;
+      case 4: for (std::size_t j = 0; j < 16; ++j) v[j] = static_cast<float>(static_cast<int>(j % 13) - 6) * 0.25f; break;
+      default: break;
+    }
+  }
+  return x;
+}
+
+TEST(Nvfp4GgmlDirect, SameBlocksAndValuesAsPlanarPlusConversion) {
+  lb::nvfp4_options strict;
+  strict.non_finite_is_error = true;
+  lb::nvfp4_options down;
+  down.element_rounding = rounding::toward_zero;
+  down.scale_rounding = rounding::toward_pos_inf;
+  unsigned seed = 1;
+  // ggml block counts: one, two (one group of eight sub-blocks), odd counts (a last group of four).
+  for (std::size_t blocks : {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{5}, std::size_t{151}}) {
+    const std::vector<float> x = nv_edge_blocks(blocks, seed++);
+    std::vector<lb::nvfp4_options> opts = {single, lb::nvfp4_presets::ggml(), strict, down,
+                                           two_level(x.data(), x.size(), nvfp4_scale_convention::divisor),
+                                           two_level(x.data(), x.size(), nvfp4_scale_convention::multiplier)};
+    for (const lb::nvfp4_options& o : opts) {
+      const std::string w = "blocks " + std::to_string(blocks) + " t " + std::to_string(o.tensor_scale) + " rm " +
+                            std::to_string(static_cast<int>(o.element_rounding));
+      check_nv_ggml_direct(x, o, w);
+      std::vector<lb::bfloat16> xb(x.size());
+      for (std::size_t i = 0; i < x.size(); ++i) xb[i] = lb::encode<lb::bfloat16>(x[i]);
+      check_nv_ggml_direct(xb, o, w + " bfloat16");
+    }
+  }
+}
+
+TEST(Nvfp4GgmlDirect, ArbitraryBlockBytesDecodeAsTheConversionDoes) {
+  // Every scale byte but 0xFF (0x7F and 0x80..0xFE as ggml reads them), random nibbles, under
+  // tensor scales 1 and 2^-100; then a 0xFF in ggml block 6 of 9 (its sub-block 2), and in block
+  // 1 of 2 (the second half of a group of eight sub-blocks), and in block 0: the values of the
+  // blocks before it are written, nothing after.
+  std::mt19937 gen(5);
+  std::vector<lb::ggml_block_nvfp4> g(64);
+  for (std::size_t b = 0; b < g.size(); ++b) {
+    for (std::size_t k = 0; k < 4; ++k) g[b].d[k] = static_cast<std::uint8_t>(4 * b + k == 0xFF ? 0x7F : 4 * b + k);
+    for (auto& q : g[b].qs) q = static_cast<std::uint8_t>(gen());
+  }
+  for (const lb::isa path : block_paths()) {
+    const lb::scoped_isa use(path);
+    for (const lb::nvfp4_options o : {single, lb::nvfp4_options{0x1p-100f}}) {
+      check_nv_ggml_back<float>(g, o, std::string(lb::isa_name(path)) + " every byte");
+      check_nv_ggml_back<lb::bfloat16>(g, o, std::string(lb::isa_name(path)) + " every byte, bfloat16");
+    }
+    for (const std::size_t at : {std::size_t{6}, std::size_t{1}, std::size_t{0}}) {
+      std::vector<lb::ggml_block_nvfp4> h(at == 6 ? 9 : 2);
+      for (std::size_t b = 0; b < h.size(); ++b) h[b] = g[b + 10];
+      h[at].d[at == 6 ? 2 : 0] = 0xFF;
+      const std::string w = std::string(lb::isa_name(path)) + " 0xFF in block " + std::to_string(at);
+      check_nv_ggml_back<float>(h, single, w);
+      check_nv_ggml_back<lb::bfloat16>(h, single, w + " bfloat16");
+      std::vector<float> y(64 * h.size(), 7.0f);
+      EXPECT_EQ(lb::nvfp4_dequantize_ggml(h.data(), y.size(), single, y.data()).code(), errc::scale_overflow) << w;
+      EXPECT_TRUE(std::all_of(y.begin() + static_cast<std::ptrdiff_t>(64 * at), y.end(), [](float v) { return v == 7.0f; }))
+          << w;
+    }
+  }
+}
+
+TEST(Nvfp4GgmlDirect, NonFiniteBlocksAreWrittenAndReported) {
+  // Sub-block 1 holds a NaN, sub-block 6 an Inf: scale 0x7F (ggml's zero) and zero nibbles, as
+  // nvfp4_to_ggml writes them; non_finite_input with or without non_finite_is_error.
+  std::vector<float> x(128, 1.0f);
+  x[16 + 3] = nan_f;
+  x[96] = inf_f;
+  for (const lb::isa path : block_paths()) {
+    const lb::scoped_isa use(path);
+    for (bool strict : {false, true}) {
+      lb::nvfp4_options o;
+      o.non_finite_is_error = strict;
+      lb::ggml_block_nvfp4 g[2];
+      std::memset(g, 0xEE, sizeof(g));
+      EXPECT_EQ(lb::nvfp4_quantize_ggml(x.data(), 128, o, g).code(), errc::non_finite_input) << lb::isa_name(path);
+      // 1.0 in a block of amax 1: target 1/6 -> E4M3 0x23 (0.171875 = 1.375 * 2^-3), 1 / D = 5.8 -> 6 (code 7)
+      EXPECT_EQ(g[0].d[0], 0x23);
+      EXPECT_EQ(g[0].qs[0], 0x77);
+      EXPECT_EQ(g[0].d[1], 0x7F);
+      EXPECT_EQ(g[1].d[2], 0x7F);
+      for (std::size_t j = 0; j < 8; ++j) {
+        EXPECT_EQ(g[0].qs[8 + j], 0);
+        EXPECT_EQ(g[1].qs[16 + j], 0);
+      }
+      EXPECT_EQ(g[1].d[3], 0x23);  // written after the NaN blocks
+    }
+  }
+}
+
+TEST(Nvfp4GgmlDirect, ErrorsWriteNothing) {
+  std::vector<float> x(256, 1.0f);
+  std::vector<lb::ggml_block_nvfp4> g(4);
+  std::vector<float> y(256, 5.0f);
+  auto untouched = [&] {
+    for (const auto& b : g)
+      if (b.d[0] != 0xEE) return false;
+    return std::all_of(y.begin(), y.end(), [](float v) { return v == 5.0f; });
+  };
+  lb::nvfp4_options stochastic;
+  stochastic.element_rounding = rounding::stochastic;
+  for (const lb::isa path : block_paths()) {
+    const lb::scoped_isa use(path);
+    std::memset(g.data(), 0xEE, sizeof(g[0]) * g.size());
+    // options
+    EXPECT_EQ(lb::nvfp4_quantize_ggml(x.data(), 64, stochastic, g.data()).code(), errc::bad_argument);
+    EXPECT_EQ(lb::nvfp4_quantize_ggml(x.data(), 64, lb::nvfp4_options{0.0f}, g.data()).code(), errc::bad_argument);
+    EXPECT_EQ(lb::nvfp4_dequantize_ggml(g.data(), 64, lb::nvfp4_options{1e38f}, y.data()).code(), errc::bad_argument);
+    // shape: a multiple of 16 but not of 64
+    EXPECT_EQ(lb::nvfp4_quantize_ggml(x.data(), 48, single, g.data()).code(), errc::bad_block_size);
+    EXPECT_EQ(lb::nvfp4_quantize_ggml(x.data(), 40, single, g.data()).code(), errc::bad_block_size);
+    EXPECT_EQ(lb::nvfp4_dequantize_ggml(g.data(), 96, single, y.data()).code(), errc::bad_block_size);
+    const std::size_t huge = (std::numeric_limits<std::size_t>::max() / 128) * 64;
+    EXPECT_EQ(lb::nvfp4_quantize_ggml(x.data(), huge, single, g.data()).code(), errc::bad_argument);
+    // empty
+    EXPECT_EQ(lb::nvfp4_quantize_ggml(static_cast<const float*>(nullptr), 0, single, nullptr).code(), errc::ok);
+    EXPECT_EQ(lb::nvfp4_dequantize_ggml(nullptr, 0, single, static_cast<float*>(nullptr)).code(), errc::ok);
+    // buffers
+    EXPECT_EQ(lb::nvfp4_quantize_ggml(static_cast<const float*>(nullptr), 64, single, g.data()).code(), errc::bad_argument);
+    EXPECT_EQ(lb::nvfp4_quantize_ggml(x.data(), 64, single, nullptr).code(), errc::bad_argument);
+    EXPECT_EQ(lb::nvfp4_dequantize_ggml(nullptr, 64, single, y.data()).code(), errc::bad_argument);
+    const float* odd = reinterpret_cast<const float*>(reinterpret_cast<const char*>(x.data()) + 1);
+    EXPECT_EQ(lb::nvfp4_quantize_ggml(odd, 64, single, g.data()).code(), errc::misaligned);
+    float* odd_out = reinterpret_cast<float*>(reinterpret_cast<char*>(y.data()) + 2);
+    EXPECT_EQ(lb::nvfp4_dequantize_ggml(g.data(), 64, single, odd_out).code(), errc::misaligned);
+    auto* over = reinterpret_cast<lb::ggml_block_nvfp4*>(x.data() + 60);
+    EXPECT_EQ(lb::nvfp4_quantize_ggml(x.data(), 64, single, over).code(), errc::overlapping_buffers);
+    EXPECT_EQ(lb::nvfp4_dequantize_ggml(over, 64, single, x.data() + 4).code(), errc::overlapping_buffers);
+    EXPECT_TRUE(std::all_of(x.begin(), x.end(), [](float v) { return v == 1.0f; }));
+    // spans
+    EXPECT_EQ(lb::nvfp4_quantize_ggml(lb::span<const float>(x.data(), 128), single, lb::span<lb::ggml_block_nvfp4>(g))
+                  .code(),
+              errc::size_mismatch);
+    EXPECT_EQ(lb::nvfp4_quantize_ggml(lb::span<const float>(x.data(), 48), single, lb::span<lb::ggml_block_nvfp4>(g))
+                  .code(),
+              errc::bad_block_size);
+    EXPECT_EQ(lb::nvfp4_dequantize_ggml(lb::span<const lb::ggml_block_nvfp4>(g), single, lb::span<float>(y.data(), 64))
+                  .code(),
+              errc::size_mismatch);
+    EXPECT_TRUE(untouched()) << lb::isa_name(path);
+    EXPECT_EQ(lb::nvfp4_quantize_ggml(lb::span<const float>(x), single, lb::span<lb::ggml_block_nvfp4>(g)).code(), errc::ok);
+    EXPECT_EQ(g[3].d[3], 0x23);
+    EXPECT_EQ(lb::nvfp4_dequantize_ggml(lb::span<const lb::ggml_block_nvfp4>(g), single, lb::span<float>(y)).code(),
+              errc::ok);
+    EXPECT_EQ(y[255], 1.03125f);  // 6 * 0.171875
+    std::fill(y.begin(), y.end(), 5.0f);
   }
 }
 

@@ -549,8 +549,8 @@ io_result<gguf_tensor_out> gguf_float_tensor(const tensor_view& t);
 // A float32 [rows, cols] matrix (row-major, [out, in] as checkpoints store weights) in ggml's
 // storage: F32 copied; F16 and BF16 rounded to nearest even (overflow to Inf, as ggml converts);
 // Q4_0 and Q8_0 by ggml_quantize_q4_0 / ggml_quantize_q8_0 (ggml's reference quantizers bit for
-// bit); MXFP4 by mx_quantize_matrix<mxfp4> with mx_presets::ggml() and e8m0_rule::floor_log2f
-// (ggml's floorf(log2f(amax))) and mxfp4_to_ggml. Errors name the tensor: cols not a multiple of
+// bit); MXFP4 by mxfp4_quantize_ggml with mx_presets::ggml() and e8m0_rule::floor_log2f
+// (ggml's floorf(log2f(amax))). Errors name the tensor: cols not a multiple of
 // 32 for the block types, a size that overflows, a null src, NaN or Inf in a quantized block, a
 // Q4_0/Q8_0 scale beyond fp16.
 io_result<gguf_tensor_out> gguf_quantize(const std::string& name, const float* src, std::size_t rows,
@@ -1135,10 +1135,8 @@ inline io_result<gguf_tensor_out> gguf_quantize(const std::string& name, const f
       mx_options o = mx_presets::ggml();
       o.scale_rule = e8m0_rule::floor_log2f;
       o.non_finite_is_error = true;
-      std::vector<std::uint8_t> e(n / 2), sc(n / 32);
       std::vector<ggml_block_mxfp4> b(n / 32);
-      s = mx_quantize_matrix<mxfp4>(src, rows, cols, o, e.data(), sc.data());
-      if (s) s = mxfp4_to_ggml(e.data(), sc.data(), n, b.data());
+      s = mxfp4_quantize_ggml(src, n, o, b.data());  // cols % 32 == 0: rows of whole blocks
       if (s) copy_out(b.data());
       break;
     }

@@ -20,8 +20,9 @@
 // (core/packing.hpp: FP8/INT8 one byte each; FP6 four codes in three bytes, first code in the
 // lowest bits; FP4 two per byte, first in the low nibble) and n / k scale bytes. A matrix
 // [rows, cols] is stored as rows of that, blocks running along cols (`in`). ggml's interleaved
-// block_mxfp4 is available through mxfp4_to_ggml / mxfp4_from_ggml. docs/block-formats.md draws
-// both and compares every producer's choices.
+// block_mxfp4 is written and read directly by mxfp4_quantize_ggml / mxfp4_dequantize_ggml (the same
+// kernels), and converted from and to the planar arrays by mxfp4_to_ggml / mxfp4_from_ggml.
+// docs/block-formats.md draws both and compares every producer's choices.
 //
 // The format tags, mx_options and the per-block functions (mx_block_scale, mx_quantize_block,
 // mx_dequantize_block), which define the results, live in kernels/mx/scalar.hpp beside their AVX2
@@ -458,6 +459,112 @@ static_assert(sizeof(ggml_block_mxfp4) == 17, "ggml block_mxfp4 is 17 bytes");
   if (b > static_cast<std::size_t>(-1) / 32) return errc::bad_argument;
   if (elements.size() != 16 * b || scales.size() != b) return errc::size_mismatch;
   return mxfp4_from_ggml(blocks.data(), 32 * b, elements.data(), scales.data());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Quantizing straight into ggml's blocks, and dequantizing straight out of them: the kernels of
+// mx_quantize / mx_dequantize (AVX2 and scalar), writing and reading block_mxfp4 in place of the
+// planar arrays. The results are those of the planar call plus the conversion, byte for byte and
+// float for float, without the temporaries:
+//   mxfp4_quantize_ggml(src, n, o, blocks)   == mx_quantize<mxfp4>(src, n, o, e, s), then
+//                                               mxfp4_to_ggml(e, s, n, blocks)
+//   mxfp4_dequantize_ggml(blocks, n, o, dst) == mxfp4_from_ggml(blocks, n, e, s), then
+//                                               mx_dequantize<mxfp4>(e, s, n, o, dst)
+// Src / Dst: float or bfloat16. Errors, in the order of docs/api.md:
+//   options  bad_argument (a rounding or scale rule out of range, stochastic), bad_block_size
+//            (o.block_size other than 32, ggml's block)
+//   shape    bad_block_size (n not a multiple of 32), bad_argument (n * sizeof overflows)
+//   empty    n = 0 is ok and writes nothing; its pointers may be null
+//   buffers  bad_argument (null), misaligned, overlapping_buffers
+//   data     quantize: non_finite_input when a block held NaN or Inf, after writing every block
+//            (scale 0xFF, which ggml reads as 2^128, elements 0), whatever o.non_finite_is_error
+//            says: mxfp4_to_ggml reports it so
+// A [rows, cols] matrix as ggml stores it (each row cols / 32 blocks, rows one after the other) is
+// the flat call with n = rows * cols, cols a multiple of 32.
+
+namespace detail {
+
+template <class Value>
+constexpr status mxfp4_ggml_check_shape(std::size_t n, const mx_options& o) noexcept {
+  if (!mx_valid_rounding(o.element_rounding) || static_cast<unsigned>(o.scale_rule) > 3u) return errc::bad_argument;
+  if (o.block_size != 32 || n % 32 != 0) return errc::bad_block_size;
+  std::size_t bytes = 0;
+  if (!checked_mul(n, sizeof(Value), &bytes)) return errc::bad_argument;
+  return errc::ok;
+}
+
+}  // namespace detail
+
+template <class Src>
+[[nodiscard]] inline status mxfp4_quantize_ggml(const Src* src, std::size_t n, const mx_options& o,
+                                                ggml_block_mxfp4* blocks) noexcept {
+  static_assert(std::is_same<Src, float>::value || std::is_same<Src, bfloat16>::value, "float or bfloat16 input");
+  status st = detail::mxfp4_ggml_check_shape<Src>(n, o);
+  if (!st || n == 0) return st;
+  st = detail::check_buffers({detail::buffer_of(src, n)}, {detail::buffer_of(blocks, n / 32)});
+  if (!st) return st;
+  const kernels::block::mxfp4_ggml_layout<std::uint8_t> out{reinterpret_cast<std::uint8_t*>(blocks)};
+  bool nan_block = false;
+#if LOWBIT_HAS_AVX2_KERNELS
+  if (detail::use_avx2() && kernels::block::mx_avx2_supports_quantize(o)) {
+    nan_block = kernels::block::avx2::mx_quantize<mxfp4>(src, n, o, out);
+  } else
+#endif
+  {
+    nan_block = kernels::block::mx_quantize_scalar<mxfp4>(src, n / 32, o, out);
+  }
+  return nan_block ? errc::non_finite_input : errc::ok;
+}
+
+template <class Dst>
+[[nodiscard]] inline status mxfp4_dequantize_ggml(const ggml_block_mxfp4* blocks, std::size_t n,
+                                                  const mx_options& o, Dst* dst) noexcept {
+  static_assert(std::is_same<Dst, float>::value || std::is_same<Dst, bfloat16>::value, "float or bfloat16 output");
+  status st = detail::mxfp4_ggml_check_shape<Dst>(n, o);
+  if (!st || n == 0) return st;
+  st = detail::check_buffers({detail::buffer_of(blocks, n / 32)}, {detail::buffer_of(dst, n)});
+  if (!st) return st;
+  const kernels::block::mxfp4_ggml_layout<const std::uint8_t> in{reinterpret_cast<const std::uint8_t*>(blocks)};
+#if LOWBIT_HAS_AVX2_KERNELS
+  if (detail::use_avx2()) {
+    kernels::block::avx2::mx_dequantize<mxfp4>(in, n, o, dst);
+    return errc::ok;
+  }
+#endif
+  kernels::block::mx_dequantize_scalar<mxfp4>(in, n / 32, o, dst);
+  return errc::ok;
+}
+
+// Container overloads: n = src.size() (dst.size()); blocks must hold n / 32 blocks (size_mismatch
+// otherwise, after the options and shape checks).
+namespace detail {
+template <class Value>
+inline status mxfp4_ggml_check_spans(std::size_t n, const mx_options& o, std::size_t blocks) noexcept {
+  const status st = mxfp4_ggml_check_shape<Value>(n, o);
+  if (!st) return st;
+  return blocks == n / 32 ? errc::ok : errc::size_mismatch;
+}
+}  // namespace detail
+
+[[nodiscard]] inline status mxfp4_quantize_ggml(span<const float> src, const mx_options& o,
+                                                span<ggml_block_mxfp4> blocks) noexcept {
+  const status st = detail::mxfp4_ggml_check_spans<float>(src.size(), o, blocks.size());
+  return st ? mxfp4_quantize_ggml(src.data(), src.size(), o, blocks.data()) : st;
+}
+[[nodiscard]] inline status mxfp4_quantize_ggml(span<const bfloat16> src, const mx_options& o,
+                                                span<ggml_block_mxfp4> blocks) noexcept {
+  const status st = detail::mxfp4_ggml_check_spans<bfloat16>(src.size(), o, blocks.size());
+  return st ? mxfp4_quantize_ggml(src.data(), src.size(), o, blocks.data()) : st;
+}
+[[nodiscard]] inline status mxfp4_dequantize_ggml(span<const ggml_block_mxfp4> blocks, const mx_options& o,
+                                                  span<float> dst) noexcept {
+  const status st = detail::mxfp4_ggml_check_spans<float>(dst.size(), o, blocks.size());
+  return st ? mxfp4_dequantize_ggml(blocks.data(), dst.size(), o, dst.data()) : st;
+}
+[[nodiscard]] inline status mxfp4_dequantize_ggml(span<const ggml_block_mxfp4> blocks, const mx_options& o,
+                                                  span<bfloat16> dst) noexcept {
+  const status st = detail::mxfp4_ggml_check_spans<bfloat16>(dst.size(), o, blocks.size());
+  return st ? mxfp4_dequantize_ggml(blocks.data(), dst.size(), o, dst.data()) : st;
 }
 
 }  // namespace lowbit

@@ -46,7 +46,8 @@
 // Storage (planar, as ModelOpt and compressed-tensors export it): elements packed two per byte,
 // first in the low nibble (n / 2 bytes); one E4M3 code per 16 elements (n / 16 bytes); the FP32
 // tensor scale: 4 + 8/16 = 4.5 bits per element plus 4 bytes per tensor. ggml's interleaved
-// block_nvfp4 is available through nvfp4_to_ggml / nvfp4_from_ggml.
+// block_nvfp4 is written and read directly by nvfp4_quantize_ggml / nvfp4_dequantize_ggml (the
+// same kernels), and converted from and to the planar arrays by nvfp4_to_ggml / nvfp4_from_ggml.
 //
 // nvfp4_options and the per-block functions that define the results live in
 // kernels/nvfp4/scalar.hpp beside their AVX2 twins (kernels/nvfp4/avx2.hpp); this header adds the
@@ -449,6 +450,117 @@ static_assert(sizeof(ggml_block_nvfp4) == 36, "ggml block_nvfp4 is 36 bytes");
   if (b > static_cast<std::size_t>(-1) / 64) return errc::bad_argument;
   if (elements.size() != 32 * b || scales.size() != 4 * b) return errc::size_mismatch;
   return nvfp4_from_ggml(blocks.data(), 64 * b, elements.data(), scales.data());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Quantizing straight into ggml's blocks, and dequantizing straight out of them: the kernels of
+// nvfp4_quantize / nvfp4_dequantize (AVX2 and scalar, in the IEEE default environment), writing
+// and reading block_nvfp4 in place of the planar arrays. The results are those of the planar call
+// plus the conversion, byte for byte and float for float, without the temporaries:
+//   nvfp4_quantize_ggml(src, n, o, blocks)   == nvfp4_quantize(src, n, o, e, s), then
+//                                               nvfp4_to_ggml(e, s, n, blocks)
+//   nvfp4_dequantize_ggml(blocks, n, o, dst) == nvfp4_from_ggml(blocks, n, e, s), then
+//                                               nvfp4_dequantize(e, s, n, o, dst)
+// Src / Dst: float or bfloat16. ggml reads its blocks single level: a tensor scale other than 1 is
+// applied as the planar calls apply it, and a ggml reader will not know it. Errors, in the order of
+// docs/api.md:
+//   options  those of nvfp4_quantize (bad_argument)
+//   shape    bad_block_size (n not a multiple of 64, ggml's block), bad_argument (n * sizeof
+//            overflows)
+//   empty    n = 0 is ok and writes nothing; its pointers may be null
+//   buffers  bad_argument (null), misaligned, overlapping_buffers
+//   data     quantize: non_finite_input when a block held NaN or Inf, after writing every block
+//            (scale 0x7F, which ggml reads as 0, elements 0), whatever o.non_finite_is_error says:
+//            nvfp4_to_ggml reports it so. dequantize: scale_overflow for a scale byte 0xFF (ggml's
+//            480, beyond E4M3FN): the values of the ggml blocks before it are written, those of it
+//            and of every later block are not.
+// A [rows, cols] matrix as ggml stores it (each row cols / 64 blocks, rows one after the other) is
+// the flat call with n = rows * cols, cols a multiple of 64.
+
+namespace detail {
+
+template <class Value>
+constexpr status nvfp4_ggml_check_shape(std::size_t n, const nvfp4_options& o) noexcept {
+  std::size_t unused = 0;
+  const status st = nvfp4_check_shape<Value>(1, n, o, &unused);
+  if (!st) return st;
+  return n % 64 != 0 ? status{errc::bad_block_size} : status{errc::ok};
+}
+
+template <class Value>
+inline status nvfp4_ggml_check_spans(std::size_t n, const nvfp4_options& o, std::size_t blocks) noexcept {
+  const status st = nvfp4_ggml_check_shape<Value>(n, o);
+  if (!st) return st;
+  return blocks == n / 64 ? errc::ok : errc::size_mismatch;
+}
+
+}  // namespace detail
+
+template <class Src>
+[[nodiscard]] inline status nvfp4_quantize_ggml(const Src* src, std::size_t n, const nvfp4_options& o,
+                                                ggml_block_nvfp4* blocks) noexcept {
+  static_assert(std::is_same<Src, float>::value || std::is_same<Src, bfloat16>::value, "float or bfloat16 input");
+  status st = detail::nvfp4_ggml_check_shape<Src>(n, o);
+  if (!st || n == 0) return st;
+  st = detail::check_buffers({detail::buffer_of(src, n)}, {detail::buffer_of(blocks, n / 64)});
+  if (!st) return st;
+  const kernels::ieee_scope env;  // see nvfp4_quantize_impl
+  const kernels::block::nvfp4_ggml_layout<std::uint8_t> out{reinterpret_cast<std::uint8_t*>(blocks)};
+  bool nan_block = false;
+#if LOWBIT_HAS_AVX2_KERNELS
+  if (detail::use_avx2()) {
+    nan_block = kernels::block::avx2::nvfp4_quantize(src, n, o, out);
+  } else
+#endif
+  {
+    nan_block = kernels::block::nvfp4_quantize_scalar(src, n / nvfp4_block_size, o, out);
+  }
+  return nan_block ? errc::non_finite_input : errc::ok;
+}
+
+template <class Dst>
+[[nodiscard]] inline status nvfp4_dequantize_ggml(const ggml_block_nvfp4* blocks, std::size_t n,
+                                                  const nvfp4_options& o, Dst* dst) noexcept {
+  static_assert(std::is_same<Dst, float>::value || std::is_same<Dst, bfloat16>::value, "float or bfloat16 output");
+  status st = detail::nvfp4_ggml_check_shape<Dst>(n, o);
+  if (!st || n == 0) return st;
+  st = detail::check_buffers({detail::buffer_of(blocks, n / 64)}, {detail::buffer_of(dst, n)});
+  if (!st) return st;
+  const kernels::ieee_scope env;
+  const kernels::block::nvfp4_ggml_layout<const std::uint8_t> in{reinterpret_cast<const std::uint8_t*>(blocks)};
+  bool ok = false;
+#if LOWBIT_HAS_AVX2_KERNELS
+  if (detail::use_avx2()) {
+    ok = kernels::block::avx2::nvfp4_dequantize(in, n, o, dst);
+  } else
+#endif
+  {
+    ok = kernels::block::nvfp4_dequantize_scalar(in, n / nvfp4_block_size, o, dst);
+  }
+  return ok ? errc::ok : errc::scale_overflow;
+}
+
+// Container overloads: n = src.size() (dst.size()); blocks must hold n / 64 blocks (size_mismatch
+// otherwise, after the options and shape checks).
+[[nodiscard]] inline status nvfp4_quantize_ggml(span<const float> src, const nvfp4_options& o,
+                                                span<ggml_block_nvfp4> blocks) noexcept {
+  const status st = detail::nvfp4_ggml_check_spans<float>(src.size(), o, blocks.size());
+  return st ? nvfp4_quantize_ggml(src.data(), src.size(), o, blocks.data()) : st;
+}
+[[nodiscard]] inline status nvfp4_quantize_ggml(span<const bfloat16> src, const nvfp4_options& o,
+                                                span<ggml_block_nvfp4> blocks) noexcept {
+  const status st = detail::nvfp4_ggml_check_spans<bfloat16>(src.size(), o, blocks.size());
+  return st ? nvfp4_quantize_ggml(src.data(), src.size(), o, blocks.data()) : st;
+}
+[[nodiscard]] inline status nvfp4_dequantize_ggml(span<const ggml_block_nvfp4> blocks, const nvfp4_options& o,
+                                                  span<float> dst) noexcept {
+  const status st = detail::nvfp4_ggml_check_spans<float>(dst.size(), o, blocks.size());
+  return st ? nvfp4_dequantize_ggml(blocks.data(), dst.size(), o, dst.data()) : st;
+}
+[[nodiscard]] inline status nvfp4_dequantize_ggml(span<const ggml_block_nvfp4> blocks, const nvfp4_options& o,
+                                                  span<bfloat16> dst) noexcept {
+  const status st = detail::nvfp4_ggml_check_spans<bfloat16>(dst.size(), o, blocks.size());
+  return st ? nvfp4_dequantize_ggml(blocks.data(), dst.size(), o, dst.data()) : st;
 }
 
 }  // namespace lowbit

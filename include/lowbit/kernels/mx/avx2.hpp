@@ -5,6 +5,10 @@
 // element encoders here are shared with the NVFP4 kernels (kernels/nvfp4/avx2.hpp). Integer
 // arithmetic only: no result depends on MXCSR.
 //
+// Every kernel takes a layout (kernels/mx/scalar.hpp: planar_layout, or ggml_fp4_layout for
+// ggml's block_mxfp4 and block_nvfp4), so the same code writes and reads lowbit's planar arrays
+// and ggml's interleaved blocks.
+//
 // Why the integer encodings equal the reference (scale rules, element rounding by shifts, the
 // 16-bit MXFP4 path, the dequantization tables and fast ranges): docs/kernels.md, "Block formats".
 #ifndef LOWBIT_KERNELS_MX_AVX2_HPP
@@ -264,6 +268,36 @@ LOWBIT_AVX2_INLINE void store_e2m1_pairs(std::uint8_t* dst, __m256i w0, __m256i 
   }
 }
 
+// The same 32 codes (w0: elements 0-15, w1: 16-31, pair order) -> 16 bytes in split halves
+// (ggml's block_mxfp4): byte j holds element j in its low nibble and element j + 16 in its high.
+LOWBIT_AVX2_INLINE void store_e2m1_split32(std::uint8_t* dst, __m256i w0, __m256i w1) {
+  // 16-bit lanes: element j | j+16 << 4 (low word of dword j), element j+8 | j+24 << 4 (high word)
+  const __m256i v = _mm256_or_si256(w0, _mm256_slli_epi16(w1, 4));
+  const __m256i r = _mm256_shuffle_epi8(v, _mm256_setr_epi8(0, 4, 8, 12, 2, 6, 10, 14, -1, -1, -1, -1, -1, -1, -1, -1,  //
+                                                            0, 4, 8, 12, 2, 6, 10, 14, -1, -1, -1, -1, -1, -1, -1, -1));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(dst),
+                   _mm_unpacklo_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1)));
+}
+
+// Two blocks of 16 E2M1 codes (w0, w1, each in pair order) -> 8 bytes each in split halves
+// (ggml's block_nvfp4 sub-blocks): byte j holds element j low and element j + 8 high. Count 16:
+// w0 only (8 bytes).
+template <int Count>
+LOWBIT_AVX2_INLINE void store_e2m1_split16(std::uint8_t* dst, __m256i w0, __m256i w1) {
+  // dword j: byte 0 = w0's j | j+8 << 4, byte 1 = w1's j | j+8 << 4
+  const __m256i t = _mm256_or_si256(w0, _mm256_slli_epi16(w1, 8));
+  const __m256i u = _mm256_or_si256(t, _mm256_srli_epi32(t, 12));
+  const __m256i r = _mm256_shuffle_epi8(u, _mm256_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, -1, -1, -1, -1, -1, -1, -1, -1,  //
+                                                            0, 4, 8, 12, 1, 5, 9, 13, -1, -1, -1, -1, -1, -1, -1, -1));
+  const __m128i out = _mm_unpacklo_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+  if constexpr (Count == 32) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), out);
+  } else {
+    static_assert(Count == 16, "16 or 32 codes");
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(dst), out);
+  }
+}
+
 // Complete MX element codes (sign, and MXINT8's two's complement) of 8 values with bits b.
 template <class Fmt, rounding RM>
 LOWBIT_AVX2_INLINE __m256i mx_encode8(__m256i b, const enc_block& e, bool signed_zero) {
@@ -286,8 +320,17 @@ LOWBIT_AVX2_INLINE __m256i mx_encode8(__m256i b, const enc_block& e, bool signed
 
 // 32 codes (0..255) in c0..c3 -> Bits * 4 bytes in the layouts of core/packing.hpp, through the
 // shared packers of avx2_common.hpp.
-template <int Bits>
+// Split: FP4 in split halves (byte j: code j low, code j + 16 high).
+template <int Bits, bool Split = false>
 LOWBIT_AVX2_INLINE void store_codes32(std::uint8_t* dst, __m256i c0, __m256i c1, __m256i c2, __m256i c3) {
+  if constexpr (Split) {
+    static_assert(Bits == 4, "split halves hold FP4 codes");
+    const __m256i p = _mm256_packus_epi32(_mm256_or_si256(c0, _mm256_slli_epi32(c2, 4)),
+                                          _mm256_or_si256(c1, _mm256_slli_epi32(c3, 4)));
+    const __m256i b = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(p, p), _mm256_setr_epi32(0, 4, 1, 5, 0, 4, 1, 5));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm256_castsi256_si128(b));
+    return;
+  }
   const __m256i c[4] = {c0, c1, c2, c3};
   const __m256i bytes = ::lowbit::kernels::avx2::pack_dwords_to_bytes(c);
   if constexpr (Bits == 8) {
@@ -340,6 +383,22 @@ LOWBIT_AVX2_INLINE __m256i load_nibbles32(const std::uint8_t* src) {
   }
   const __m256i m = _mm256_set1_epi8(0x0F);
   return _mm256_unpacklo_epi8(_mm256_and_si256(p, m), _mm256_and_si256(_mm256_srli_epi16(p, 4), m));
+}
+
+// The same from 16 bytes in split halves (ggml's block_mxfp4: byte j holds element j low and
+// element j + 16 high), in the same two orders.
+template <bool WidenOrder>
+LOWBIT_AVX2_INLINE __m256i load_nibbles32_split(const std::uint8_t* src) {
+  const __m256i x = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src)));
+  const __m256i m = _mm256_set1_epi8(0x0F);
+  if constexpr (WidenOrder) {
+    // lane 0: bytes 0-3, 8-11 (elements 0-3, 8-11 low; 16-19, 24-27 high), lane 1: bytes 4-7, 12-15
+    const __m256i p = _mm256_shuffle_epi8(x, _mm256_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 0, 1, 2, 3, 8, 9, 10, 11,  //
+                                                              4, 5, 6, 7, 12, 13, 14, 15, 4, 5, 6, 7, 12, 13, 14, 15));
+    return _mm256_and_si256(_mm256_srlv_epi32(p, _mm256_setr_epi32(0, 0, 4, 4, 0, 0, 4, 4)), m);
+  } else {
+    return _mm256_and_si256(_mm256_srlv_epi32(x, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)), m);
+  }
 }
 
 // Stores 8 floats; Stream: a non-temporal store (dst 32-byte aligned), for outputs far larger than
@@ -435,25 +494,30 @@ LOWBIT_AVX2_INLINE __m256i e8m0_codes(__m256i amax, ::lowbit::e8m0_rule rule) {
 }
 
 // MXFP4 under a nearest mode (see e2m1_nearest16); sv: the scale exponent in every lane.
-template <rounding RM, class Src>
+template <rounding RM, bool Split, class Src>
 LOWBIT_AVX2_INLINE void mx_encode_block_fp4(const Src* x, std::uint8_t* out, std::size_t block_size, __m256i sv,
                                              bool signed_zero, const e2m1_consts& c) {
   const __m256i s7 = _mm256_blend_epi16(_mm256_slli_epi32(sv, 7), _mm256_slli_epi32(sv, 23), 0xAA);  // s * 128
   for (std::size_t i = 0; i < block_size; i += 32) {
     const __m256i w0 = e2m1_nearest16<RM>(load8(x + i), load8(x + i + 8), s7, signed_zero, c);
     const __m256i w1 = e2m1_nearest16<RM>(load8(x + i + 16), load8(x + i + 24), s7, signed_zero, c);
-    store_e2m1_pairs<32>(out + i / 2, w0, w1);
+    if constexpr (Split) {
+      store_e2m1_split32(out + i / 2, w0, w1);
+    } else {
+      store_e2m1_pairs<32>(out + i / 2, w0, w1);
+    }
   }
 }
 
-template <class Fmt, rounding RM, class Src>
+// Split: FP4 blocks of 32 in split halves (ggml's block_mxfp4).
+template <class Fmt, rounding RM, bool Split, class Src>
 LOWBIT_AVX2_INLINE void mx_encode_block(const Src* x, std::uint8_t* out, std::size_t block_size, __m256i sv,
                                          bool signed_zero, const e2m1_consts& c) {
   constexpr int bits = Fmt::element_bits;
   if constexpr (bits == 4 && (RM == rounding::nearest_even || RM == rounding::nearest_away ||
                               RM == rounding::nearest_toward_zero)) {
     if (block_size % 32 == 0) {
-      mx_encode_block_fp4<RM>(x, out, block_size, sv, signed_zero, c);
+      mx_encode_block_fp4<RM, Split>(x, out, block_size, sv, signed_zero, c);
       return;
     }
   }
@@ -464,15 +528,18 @@ LOWBIT_AVX2_INLINE void mx_encode_block(const Src* x, std::uint8_t* out, std::si
     const __m256i c1 = mx_encode8<Fmt, RM>(load8(x + i + 8), e, signed_zero);
     const __m256i c2 = mx_encode8<Fmt, RM>(load8(x + i + 16), e, signed_zero);
     const __m256i c3 = mx_encode8<Fmt, RM>(load8(x + i + 24), e, signed_zero);
-    store_codes32<bits>(out + i * bits / 8, c0, c1, c2, c3);
+    store_codes32<bits, Split>(out + i * bits / 8, c0, c1, c2, c3);
   }
-  for (; i < block_size; i += 8) store_codes8<bits>(out + i * bits / 8, mx_encode8<Fmt, RM>(load8(x + i), e, signed_zero));
+  static_assert(!Split || bits == 4, "split halves hold FP4 codes");
+  for (; !Split && i < block_size; i += 8) store_codes8<bits>(out + i * bits / 8, mx_encode8<Fmt, RM>(load8(x + i), e, signed_zero));
 }
 
-template <class Fmt, rounding RM, class Src>
+// Out: where block b goes (planar_layout or ggml_fp4_layout, kernels/mx/scalar.hpp).
+template <class Fmt, rounding RM, class Src, class Out>
 LOWBIT_TARGET_AVX2 inline bool mx_quantize_rm(const Src* src, std::size_t blocks, const ::lowbit::mx_options& o,
-                                              std::uint8_t* elements, std::uint8_t* scales) {
+                                              const Out out) {
   constexpr int bits = Fmt::element_bits;
+  constexpr bool split = Out::split;
   // The options in locals: the stores below may alias o as far as the compiler knows.
   const std::size_t bs = o.block_size;
   const ::lowbit::e8m0_rule rule = o.scale_rule;
@@ -484,7 +551,6 @@ LOWBIT_TARGET_AVX2 inline bool mx_quantize_rm(const Src* src, std::size_t blocks
   for (std::size_t g = 0; g < blocks; g += 8) {
     const std::size_t count = blocks - g < 8 ? blocks - g : 8;
     const Src* xg = src + g * bs;
-    std::uint8_t* outg = elements + g * block_bytes;
     __m256i m[8];
     for (std::size_t j = 0; j < 8; ++j) {
       __m256i acc = _mm256_setzero_si256();
@@ -504,14 +570,14 @@ LOWBIT_TARGET_AVX2 inline bool mx_quantize_rm(const Src* src, std::size_t blocks
     }
     const __m256i amax = transpose_max8(m);
     const __m256i codes = e8m0_codes<Fmt>(amax, rule);
-    if (count == 8) {
+    if (!split && count == 8) {
       const __m256i p = _mm256_packus_epi32(codes, codes);
       const __m256i b = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(p, p), _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4));
-      _mm_storel_epi64(reinterpret_cast<__m128i*>(scales + g), _mm256_castsi256_si128(b));
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(out.scale_ptr(g)), _mm256_castsi256_si128(b));
     } else {
       alignas(32) std::int32_t lane[8];
       _mm256_store_si256(reinterpret_cast<__m256i*>(lane), codes);
-      for (std::size_t j = 0; j < count; ++j) scales[g + j] = static_cast<std::uint8_t>(lane[j]);
+      for (std::size_t j = 0; j < count; ++j) *out.scale_ptr(g + j) = static_cast<std::uint8_t>(lane[j]);
     }
     // Every block through the fast path with its own scale exponent; the NaN blocks and the
     // blocks below the fast range are rewritten afterwards. An all-zero block encodes its signed
@@ -520,7 +586,7 @@ LOWBIT_TARGET_AVX2 inline bool mx_quantize_rm(const Src* src, std::size_t blocks
     const __m256i s = _mm256_andnot_si256(zero_block, _mm256_sub_epi32(codes, set1(127)));
     for (std::size_t j = 0; j < count; ++j) {
       const __m256i sj = _mm256_permutevar8x32_epi32(s, set1(static_cast<int>(j)));
-      mx_encode_block<Fmt, RM>(xg + j * bs, outg + j * block_bytes, bs, sj, signed_zero, c);
+      mx_encode_block<Fmt, RM, split>(xg + j * bs, out.element_ptr(g + j), bs, sj, signed_zero, c);
     }
     const __m256i nan_block = _mm256_cmpeq_epi32(codes, set1(0xFF));
     const __m256i low_block = _mm256_andnot_si256(zero_block, _mm256_cmpgt_epi32(set1(127 + mx_fast_min_exponent), codes));
@@ -531,10 +597,10 @@ LOWBIT_TARGET_AVX2 inline bool mx_quantize_rm(const Src* src, std::size_t blocks
       for (std::size_t j = 0; j < count; ++j) {
         if (((special >> j) & 1u) == 0) continue;
         if ((nan_mask >> j) & 1u) {
-          std::memset(outg + j * block_bytes, 0, block_bytes);
+          std::memset(out.element_ptr(g + j), 0, block_bytes);
           non_finite = true;
         } else {
-          scales[g + j] = ::lowbit::mx_quantize_block<Fmt>(xg + j * bs, o, outg + j * block_bytes);
+          mx_quantize_block_to<Fmt>(xg + j * bs, o, out, g + j);
         }
       }
     }
@@ -545,20 +611,21 @@ LOWBIT_TARGET_AVX2 inline bool mx_quantize_rm(const Src* src, std::size_t blocks
 // ------------------------------------------------------------------------------------------------
 // MX dequantize.
 
-// MXFP4 and MXFP6 through the per-scale tables.
-template <class Fmt, bool Stream, class Dst>
-LOWBIT_TARGET_AVX2 inline void mx_dequantize_table(const std::uint8_t* elements, const std::uint8_t* scales,
-                                                   std::size_t blocks, std::size_t bs, Dst* dst) {
+// MXFP4 and MXFP6 through the per-scale tables. In: where block b is (planar_layout, or for
+// MXFP4 blocks of 32 ggml_fp4_layout).
+template <class Fmt, bool Stream, class Dst, class In>
+LOWBIT_TARGET_AVX2 inline void mx_dequantize_table(const In in_layout, std::size_t blocks, std::size_t bs, Dst* dst) {
   using F = typename mx_element_traits<Fmt>::spec;
   constexpr bool fp4 = Fmt::element_bits == 4;
   constexpr int entries = fp4 ? 16 : 32;
   constexpr bool f32 = std::is_same<Dst, float>::value;
   const half_table<entries>& table = mx_half_table<F, entries, !f32>();
-  const std::size_t block_bytes = bs * Fmt::element_bits / 8;
+  constexpr bool split = In::split;
+  static_assert(!split || fp4, "split halves hold FP4 codes");
   for (std::size_t b = 0; b < blocks; ++b) {
-    const std::uint8_t* in = elements + b * block_bytes;
+    const std::uint8_t* in = in_layout.element_ptr(b);
     Dst* out = dst + b * bs;
-    const std::uint8_t sc = scales[b];
+    const std::uint8_t sc = *in_layout.scale_ptr(b);
     if (!fp4 && sc == 0xFF) {
       fill_nan(out, bs);
       continue;
@@ -569,7 +636,12 @@ LOWBIT_TARGET_AVX2 inline void mx_dequantize_table(const std::uint8_t* elements,
       const __m256i th = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row)));
       const __m256i tl = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 16)));
       for (; i + 32 <= bs; i += 32) {
-        const __m256i c = load_nibbles32<f32>(in + i / 2);
+        __m256i c;
+        if constexpr (split) {
+          c = load_nibbles32_split<f32>(in + i / 2);
+        } else {
+          c = load_nibbles32<f32>(in + i / 2);
+        }
         const __m256i hb = _mm256_shuffle_epi8(th, c);
         const __m256i lb = _mm256_shuffle_epi8(tl, c);
         if constexpr (f32) {
@@ -578,7 +650,7 @@ LOWBIT_TARGET_AVX2 inline void mx_dequantize_table(const std::uint8_t* elements,
           store_halves_bf16(out + i, hb, lb);
         }
       }
-      for (; i < bs; ++i) {
+      for (; !split && i < bs; ++i) {
         const unsigned c = (in[i / 2] >> (4 * (i % 2))) & 0x0Fu;
         store_half(out[i], static_cast<std::uint32_t>(row[c]) << 8 | row[16 + c]);
       }
@@ -712,45 +784,55 @@ inline bool stream_output(const Dst* dst, std::size_t n) noexcept {
 // and mx_avx2_supports (quantizing: mx_avx2_supports_quantize). Quantize returns whether a block
 // held NaN or Inf.
 
+// Out: planar_layout, or for MXFP4 with blocks of 32 mxfp4_ggml_layout (kernels/mx/scalar.hpp).
+template <class Fmt, class Src, class Out>
+LOWBIT_TARGET_AVX2 inline bool mx_quantize(const Src* src, std::size_t n, const ::lowbit::mx_options& o,
+                                           const Out out) {
+  const std::size_t blocks = n / o.block_size;
+  switch (o.element_rounding) {
+    case rounding::toward_zero: return detail::mx_quantize_rm<Fmt, rounding::toward_zero>(src, blocks, o, out);
+    case rounding::toward_pos_inf: return detail::mx_quantize_rm<Fmt, rounding::toward_pos_inf>(src, blocks, o, out);
+    case rounding::nearest_away: return detail::mx_quantize_rm<Fmt, rounding::nearest_away>(src, blocks, o, out);
+    case rounding::nearest_toward_zero:
+      return detail::mx_quantize_rm<Fmt, rounding::nearest_toward_zero>(src, blocks, o, out);
+    case rounding::nearest_even:
+    case rounding::stochastic:
+    default: return detail::mx_quantize_rm<Fmt, rounding::nearest_even>(src, blocks, o, out);
+  }
+}
 template <class Fmt, class Src>
 LOWBIT_TARGET_AVX2 inline bool mx_quantize(const Src* src, std::size_t n, const ::lowbit::mx_options& o,
                                            std::uint8_t* elements, std::uint8_t* scales) {
-  const std::size_t blocks = n / o.block_size;
-  switch (o.element_rounding) {
-    case rounding::toward_zero:
-      return detail::mx_quantize_rm<Fmt, rounding::toward_zero>(src, blocks, o, elements, scales);
-    case rounding::toward_pos_inf:
-      return detail::mx_quantize_rm<Fmt, rounding::toward_pos_inf>(src, blocks, o, elements, scales);
-    case rounding::nearest_away:
-      return detail::mx_quantize_rm<Fmt, rounding::nearest_away>(src, blocks, o, elements, scales);
-    case rounding::nearest_toward_zero:
-      return detail::mx_quantize_rm<Fmt, rounding::nearest_toward_zero>(src, blocks, o, elements, scales);
-    case rounding::nearest_even:
-    case rounding::stochastic:
-    default: return detail::mx_quantize_rm<Fmt, rounding::nearest_even>(src, blocks, o, elements, scales);
-  }
+  const planar_layout<std::uint8_t> out{elements, scales, packed_bytes(o.block_size, Fmt::element_bits)};
+  return mx_quantize<Fmt>(src, n, o, out);
 }
 
-template <class Fmt, class Dst>
-LOWBIT_TARGET_AVX2 inline void mx_dequantize(const std::uint8_t* elements, const std::uint8_t* scales, std::size_t n,
-                                             const ::lowbit::mx_options& o, Dst* dst) {
+// In: planar_layout, or for MXFP4 with blocks of 32 mxfp4_ggml_layout.
+template <class Fmt, class Dst, class In>
+LOWBIT_TARGET_AVX2 inline void mx_dequantize(const In in, std::size_t n, const ::lowbit::mx_options& o, Dst* dst) {
   const std::size_t block_size = o.block_size;
   if (detail::stream_output(dst, n)) {
     if constexpr (std::is_same<Dst, float>::value) {
       if constexpr (Fmt::element_bits == 8) {
-        detail::mx_dequantize_fp8<Fmt, true>(elements, scales, n / block_size, o, dst);
+        detail::mx_dequantize_fp8<Fmt, true>(in.elements, in.scales, n / block_size, o, dst);
       } else {
-        detail::mx_dequantize_table<Fmt, true>(elements, scales, n / block_size, block_size, dst);
+        detail::mx_dequantize_table<Fmt, true>(in, n / block_size, block_size, dst);
       }
       _mm_sfence();
       return;
     }
   }
   if constexpr (Fmt::element_bits == 8) {
-    detail::mx_dequantize_fp8<Fmt, false>(elements, scales, n / block_size, o, dst);
+    detail::mx_dequantize_fp8<Fmt, false>(in.elements, in.scales, n / block_size, o, dst);
   } else {
-    detail::mx_dequantize_table<Fmt, false>(elements, scales, n / block_size, block_size, dst);
+    detail::mx_dequantize_table<Fmt, false>(in, n / block_size, block_size, dst);
   }
+}
+template <class Fmt, class Dst>
+LOWBIT_TARGET_AVX2 inline void mx_dequantize(const std::uint8_t* elements, const std::uint8_t* scales, std::size_t n,
+                                             const ::lowbit::mx_options& o, Dst* dst) {
+  const planar_layout<const std::uint8_t> in{elements, scales, packed_bytes(o.block_size, Fmt::element_bits)};
+  mx_dequantize<Fmt>(in, n, o, dst);
 }
 }  // namespace avx2
 #endif  // LOWBIT_HAS_AVX2_KERNELS

@@ -403,26 +403,114 @@ inline void mx_dequantize_block(const std::uint8_t* elements, std::uint8_t scale
 namespace kernels {
 namespace block {
 
-// The scalar bulk loops over `blocks` whole blocks of o.block_size values. Quantize returns whether a
-// block held NaN or Inf.
-template <class Fmt, class Src>
-inline bool mx_quantize_scalar(const Src* src, std::size_t blocks, const mx_options& o, std::uint8_t* elements,
-                            std::uint8_t* scales) noexcept {
-  const std::size_t block_bytes = packed_bytes(o.block_size, Fmt::element_bits);
-  bool non_finite = false;
-  for (std::size_t b = 0; b < blocks; ++b) {
-    scales[b] = mx_quantize_block<Fmt>(src + b * o.block_size, o, elements + b * block_bytes);
-    non_finite = non_finite || scales[b] == mx_nan_scale;
+// ---------------------------------------------------------------------------------------------
+// Where a bulk kernel puts (quantize) or finds (dequantize) block b: its element bytes and its
+// scale byte. Every kernel takes one of these, so one kernel serves each storage layout.
+//   planar_layout    lowbit's storage: two arrays, block_bytes element bytes per block and one
+//                    scale byte per block (docs/block-formats.md 2.4 and 3.4).
+//   ggml_fp4_layout  ggml's interleaved FP4 blocks of BlockBytes bytes: Sub scale bytes, then Sub
+//                    runs of SubElements / 2 bytes, one per sub-block of SubElements elements, in
+//                    which byte j holds element j in its low nibble and element j + SubElements / 2
+//                    in its high nibble ("split halves"). A kernel's block b is sub-block b % Sub
+//                    of ggml block b / Sub. block_mxfp4: <17, 1, 32>; block_nvfp4: <36, 4, 16>.
+// Byte is std::uint8_t (writing) or const std::uint8_t (reading).
+template <class Byte>
+struct planar_layout {
+  static constexpr bool split = false;
+  Byte* elements;
+  Byte* scales;
+  std::size_t block_bytes;
+  Byte* element_ptr(std::size_t b) const noexcept { return elements + b * block_bytes; }
+  Byte* scale_ptr(std::size_t b) const noexcept { return scales + b; }
+};
+
+template <class Byte, std::size_t BlockBytes, std::size_t Sub, std::size_t SubElements>
+struct ggml_fp4_layout {
+  static constexpr bool split = true;
+  static constexpr std::size_t sub_blocks = Sub;
+  static constexpr std::size_t sub_elements = SubElements;
+  Byte* base;
+  Byte* element_ptr(std::size_t b) const noexcept {
+    return base + b / Sub * BlockBytes + Sub + b % Sub * (SubElements / 2);
   }
-  return non_finite;
+  Byte* scale_ptr(std::size_t b) const noexcept { return base + b / Sub * BlockBytes + b % Sub; }
+};
+
+// ggml's block_mxfp4 (the scale e, then qs[16]) seen as MXFP4 blocks of 32.
+template <class Byte>
+using mxfp4_ggml_layout = ggml_fp4_layout<Byte, 17, 1, 32>;
+
+// m packed FP4 codes (m even, at most 64) from lowbit's order (codes 2i, 2i+1 in byte i, first in the low
+// nibble) to split halves (byte j: code j low, code j + m/2 high), and back.
+inline void fp4_planar_to_split(const std::uint8_t* planar, std::uint8_t* split, std::size_t m) noexcept {
+  std::uint8_t codes[64];
+  unpack_nibbles(planar, codes, m);
+  for (std::size_t j = 0; j < m / 2; ++j) split[j] = static_cast<std::uint8_t>(codes[j] | codes[j + m / 2] << 4);
+}
+inline void fp4_split_to_planar(const std::uint8_t* split, std::uint8_t* planar, std::size_t m) noexcept {
+  std::uint8_t codes[64];
+  for (std::size_t j = 0; j < m / 2; ++j) {
+    codes[j] = static_cast<std::uint8_t>(split[j] & 0x0Fu);
+    codes[j + m / 2] = static_cast<std::uint8_t>(split[j] >> 4);
+  }
+  pack_nibbles(codes, planar, m);
 }
 
+// mx_quantize_block into block b of `out`; returns the scale code it stored.
+template <class Fmt, class Src, class Out>
+inline std::uint8_t mx_quantize_block_to(const Src* x, const mx_options& o, const Out out, std::size_t b) noexcept {
+  std::uint8_t* e = out.element_ptr(b);
+  std::uint8_t scale = 0;
+  if constexpr (Out::split) {
+    static_assert(Fmt::element_bits == 4, "split halves hold FP4 codes");
+    std::uint8_t planar[Out::sub_elements / 2];
+    scale = mx_quantize_block<Fmt>(x, o, planar);
+    fp4_planar_to_split(planar, e, Out::sub_elements);
+  } else {
+    scale = mx_quantize_block<Fmt>(x, o, e);
+  }
+  *out.scale_ptr(b) = scale;
+  return scale;
+}
+
+// mx_dequantize_block of block b of `in`.
+template <class Fmt, class In, class Dst>
+inline void mx_dequantize_block_from(const In in, std::size_t b, const mx_options& o, Dst* out) noexcept {
+  if constexpr (In::split) {
+    static_assert(Fmt::element_bits == 4, "split halves hold FP4 codes");
+    std::uint8_t planar[In::sub_elements / 2];
+    fp4_split_to_planar(in.element_ptr(b), planar, In::sub_elements);
+    mx_dequantize_block<Fmt>(planar, *in.scale_ptr(b), o, out);
+  } else {
+    mx_dequantize_block<Fmt>(in.element_ptr(b), *in.scale_ptr(b), o, out);
+  }
+}
+
+// The scalar bulk loops over `blocks` whole blocks of o.block_size values (a split layout: blocks of
+// its sub_elements). Quantize returns whether a block held NaN or Inf.
+template <class Fmt, class Src, class Out>
+inline bool mx_quantize_scalar(const Src* src, std::size_t blocks, const mx_options& o, const Out out) noexcept {
+  bool non_finite = false;
+  for (std::size_t b = 0; b < blocks; ++b)
+    non_finite = mx_quantize_block_to<Fmt>(src + b * o.block_size, o, out, b) == mx_nan_scale || non_finite;
+  return non_finite;
+}
+template <class Fmt, class Src>
+inline bool mx_quantize_scalar(const Src* src, std::size_t blocks, const mx_options& o, std::uint8_t* elements,
+                               std::uint8_t* scales) noexcept {
+  const planar_layout<std::uint8_t> out{elements, scales, packed_bytes(o.block_size, Fmt::element_bits)};
+  return mx_quantize_scalar<Fmt>(src, blocks, o, out);
+}
+
+template <class Fmt, class In, class Dst>
+inline void mx_dequantize_scalar(const In in, std::size_t blocks, const mx_options& o, Dst* dst) noexcept {
+  for (std::size_t b = 0; b < blocks; ++b) mx_dequantize_block_from<Fmt>(in, b, o, dst + b * o.block_size);
+}
 template <class Fmt, class Dst>
 inline void mx_dequantize_scalar(const std::uint8_t* elements, const std::uint8_t* scales, std::size_t blocks,
-                              const mx_options& o, Dst* dst) noexcept {
-  const std::size_t block_bytes = packed_bytes(o.block_size, Fmt::element_bits);
-  for (std::size_t b = 0; b < blocks; ++b)
-    mx_dequantize_block<Fmt>(elements + b * block_bytes, scales[b], o, dst + b * o.block_size);
+                                 const mx_options& o, Dst* dst) noexcept {
+  const planar_layout<const std::uint8_t> in{elements, scales, packed_bytes(o.block_size, Fmt::element_bits)};
+  mx_dequantize_scalar<Fmt>(in, blocks, o, dst);
 }
 
 }  // namespace block

@@ -137,9 +137,22 @@ LOWBIT_AVX2_INLINE nvfp4_group nvfp4_group_scales(const Src* xg, std::size_t cou
   return r;
 }
 
-template <rounding RM, class Src>
-LOWBIT_TARGET_AVX2 inline bool nvfp4_quantize_rm(const Src* src, std::size_t blocks, std::uint8_t* elements,
-                                                 std::uint8_t* scales, const ::lowbit::nvfp4_options& o) {
+// Two blocks of codes (pair order) to their 16 element bytes, or one block (Count 16) to 8, in
+// Out's order: planar (store_e2m1_pairs) or split halves (ggml's block_nvfp4).
+template <class Out, int Count>
+LOWBIT_AVX2_INLINE void nvfp4_store_pair(std::uint8_t* dst, __m256i w0, __m256i w1) {
+  if constexpr (Out::split) {
+    store_e2m1_split16<Count>(dst, w0, w1);
+  } else {
+    store_e2m1_pairs<Count>(dst, w0, w1);
+  }
+}
+
+// Out: planar_layout or nvfp4_ggml_layout (kernels/nvfp4/scalar.hpp). Blocks 2i and 2i + 1 are
+// adjacent in both, so each pair is one 16-byte store.
+template <rounding RM, class Src, class Out>
+LOWBIT_TARGET_AVX2 inline bool nvfp4_quantize_rm(const Src* src, std::size_t blocks, const Out out,
+                                                 const ::lowbit::nvfp4_options& o) {
   const e2m1_consts c = make_e2m1_consts<RM>();
   const float six_t = 6.0f * o.tensor_scale;  // the reference's (6.0f * t.value)
   bool non_finite = false;
@@ -162,7 +175,15 @@ LOWBIT_TARGET_AVX2 inline bool nvfp4_quantize_rm(const Src* src, std::size_t blo
     if (count == 8) {
       const __m256i p = _mm256_packus_epi32(cur.codes, cur.codes);
       const __m256i b = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(p, p), _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4));
-      _mm_storel_epi64(reinterpret_cast<__m128i*>(scales + g), _mm256_castsi256_si128(b));
+      if constexpr (Out::split) {
+        // blocks g .. g + 3 and g + 4 .. g + 7: the d[4] of two ggml blocks
+        alignas(8) std::uint8_t d[8];
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(d), _mm256_castsi256_si128(b));
+        std::memcpy(out.scale_ptr(g), d, 4);
+        std::memcpy(out.scale_ptr(g + 4), d + 4, 4);
+      } else {
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(out.scale_ptr(g)), _mm256_castsi256_si128(b));
+      }
       if (cur.usable == 0xFFu) {
         // The common case: eight blocks with a positive effective scale, straight through.
         for (std::size_t k = 0; k < 8; k += 2) {
@@ -170,14 +191,14 @@ LOWBIT_TARGET_AVX2 inline bool nvfp4_quantize_rm(const Src* src, std::size_t blo
                                                 _mm256_broadcast_ss(d_lane + k), o.signed_zero, c);
           const __m256i w1 = nvfp4_encode16<RM>(load8(xg + 16 * k + 16), load8(xg + 16 * k + 24),
                                                 _mm256_broadcast_ss(d_lane + k + 1), o.signed_zero, c);
-          store_e2m1_pairs<32>(elements + (g + k) * 8, w0, w1);
+          nvfp4_store_pair<Out, 32>(out.element_ptr(g + k), w0, w1);
         }
         continue;
       }
     }
     _mm256_store_si256(reinterpret_cast<__m256i*>(code_lane), cur.codes);
     if (count != 8) {
-      for (std::size_t j = 0; j < count; ++j) scales[g + j] = static_cast<std::uint8_t>(code_lane[j]);
+      for (std::size_t j = 0; j < count; ++j) *out.scale_ptr(g + j) = static_cast<std::uint8_t>(code_lane[j]);
     }
     // Two blocks (32 codes, 16 bytes) at a time.
     for (std::size_t j = 0; j < count; j += 2) {
@@ -193,20 +214,53 @@ LOWBIT_TARGET_AVX2 inline bool nvfp4_quantize_rm(const Src* src, std::size_t blo
           w[h] = nvfp4_zero16(v0, v1, o.signed_zero && ((cur.bad >> k) & 1u) == 0);
         }
       }
-      std::uint8_t* out = elements + (g + j) * 8;
+      std::uint8_t* e = out.element_ptr(g + j);
       if (pair == 2) {
-        store_e2m1_pairs<32>(out, w[0], w[1]);
+        nvfp4_store_pair<Out, 32>(e, w[0], w[1]);
       } else {
-        store_e2m1_pairs<16>(out, w[0], w[0]);
+        nvfp4_store_pair<Out, 16>(e, w[0], w[0]);
       }
     }
   }
   return non_finite;
 }
 
-template <bool Stream, class Dst>
-LOWBIT_TARGET_AVX2 inline void nvfp4_dequantize_impl(const std::uint8_t* elements, const std::uint8_t* scales,
-                                                     std::size_t blocks, Dst* dst, const ::lowbit::nvfp4_options& o) {
+// 16 elements (8 bytes at `in`: planar, or Split halves) times their effective scale, the
+// products tp = pos * D and tn = neg * D (the reference multiplies each E2M1 value by D) looked
+// up per element. vpermps reads the low 3 bits of a lane's index (the magnitude) and the blend
+// bit 31, where the code's sign bit lands after << 28.
+template <bool Stream, bool Split, class Dst>
+LOWBIT_AVX2_INLINE void nvfp4_decode16(const std::uint8_t* in, Dst* out, __m256 dk, __m256 pos, __m256 neg) {
+  const __m256 tp = _mm256_mul_ps(pos, dk);
+  const __m256 tn = _mm256_mul_ps(neg, dk);
+  __m256i idx[2];
+  std::int32_t w0, w1;
+  std::memcpy(&w0, in, 4);
+  std::memcpy(&w1, in + 4, 4);
+  if constexpr (Split) {
+    // byte j holds element j low and element j + 8 high: lane j takes byte j (two broadcasts,
+    // a blend and a shift, no shuffle-port work beyond the vpermps)
+    idx[0] = _mm256_srlv_epi32(_mm256_blend_epi32(_mm256_set1_epi32(w0), _mm256_set1_epi32(w1), 0xF0),
+                               _mm256_setr_epi32(0, 8, 16, 24, 0, 8, 16, 24));
+    idx[1] = _mm256_srli_epi32(idx[0], 4);
+  } else {
+    // lane j of the 8 elements held by 4 packed bytes w: w >> 4j
+    const __m256i nibble_shift = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
+    idx[0] = _mm256_srlv_epi32(_mm256_set1_epi32(w0), nibble_shift);
+    idx[1] = _mm256_srlv_epi32(_mm256_set1_epi32(w1), nibble_shift);
+  }
+  for (std::size_t q = 0; q < 2; ++q) {
+    const __m256 r = _mm256_blendv_ps(_mm256_permutevar8x32_ps(tp, idx[q]), _mm256_permutevar8x32_ps(tn, idx[q]),
+                                      _mm256_castsi256_ps(_mm256_slli_epi32(idx[q], 28)));
+    store8<Stream>(out + 8 * q, r);
+  }
+}
+
+// In: planar_layout or nvfp4_ggml_layout. Returns false when a ggml block holds the scale byte
+// 0xFF (nvfp4_dequantize_scalar): the blocks before that ggml block are written, no later one.
+template <bool Stream, class Dst, class In>
+LOWBIT_TARGET_AVX2 inline bool nvfp4_dequantize_impl(const In in_layout, std::size_t blocks, Dst* dst,
+                                                     const ::lowbit::nvfp4_options& o) {
   const __m256 pos = _mm256_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f);
   __m256 neg = _mm256_setr_ps(-0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f);
 #if defined(__GNUC__) || defined(__clang__)
@@ -215,38 +269,53 @@ LOWBIT_TARGET_AVX2 inline void nvfp4_dequantize_impl(const std::uint8_t* element
   __asm__("" : "+x"(neg));
 #endif
   const __m256 t = _mm256_set1_ps(o.tensor_scale);
-  // Lane j of the 8 elements held by 4 packed bytes w: w >> 4j. vpermps reads the low 3 bits
-  // (the magnitude) and the blend bit 31, where the code's sign bit lands after << 28.
-  const __m256i nibble_shift = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
   alignas(32) float d_lane[8];
+  bool stop = false;  // a ggml scale byte 0xFF in the second ggml block of this group
   for (std::size_t g = 0; g < blocks; g += 8) {
-    const std::size_t count = blocks - g < 8 ? blocks - g : 8;
-    __m128i sb;
-    if (count == 8) {
-      sb = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + g));
-    } else {
-      std::uint8_t tmp[16] = {};
-      std::memcpy(tmp, scales + g, count);
-      sb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(tmp));
-    }
-    const __m256 dec = decode_e4m3(_mm256_cvtepu8_epi32(sb));
-    _mm256_store_ps(d_lane, is_multiplier(o) ? _mm256_div_ps(dec, t) : _mm256_mul_ps(dec, t));
-    for (std::size_t j = 0; j < count; ++j) {
-      const std::uint8_t* in = elements + (g + j) * 8;
-      Dst* out = dst + (g + j) * 16;
-      const __m256 dk = _mm256_broadcast_ss(d_lane + j);
-      const __m256 tp = _mm256_mul_ps(pos, dk);  // E2M1 value * D, as the reference multiplies
-      const __m256 tn = _mm256_mul_ps(neg, dk);
-      for (std::size_t q = 0; q < 2; ++q) {
-        std::int32_t w;
-        std::memcpy(&w, in + 4 * q, 4);
-        const __m256i idx = _mm256_srlv_epi32(_mm256_set1_epi32(w), nibble_shift);
-        const __m256 r = _mm256_blendv_ps(_mm256_permutevar8x32_ps(tp, idx), _mm256_permutevar8x32_ps(tn, idx),
-                                          _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28)));
-        store8<Stream>(out + 8 * q, r);
+    std::size_t count = blocks - g < 8 ? blocks - g : 8;
+    __m256i codes;
+    if constexpr (In::split) {
+      // count is 4 or 8 (whole ggml blocks): their d[4], then nvfp4_scale_from_ggml
+      std::int32_t d0 = 0, d1 = 0;
+      std::memcpy(&d0, in_layout.scale_ptr(g), 4);
+      if (count == 8) std::memcpy(&d1, in_layout.scale_ptr(g + 4), 4);
+      const __m128i sb = _mm_unpacklo_epi32(_mm_cvtsi32_si128(d0), _mm_cvtsi32_si128(d1));
+      const unsigned ff = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(sb, _mm_set1_epi8(-1)))) & 0xFFu;
+      if (ff != 0) {
+        if ((ff & 0x0Fu) != 0) return false;
+        count = 4;  // the first ggml block, then stop
+        stop = true;
       }
+      const __m256i c = _mm256_and_si256(_mm256_cvtepu8_epi32(sb), set1(0x7F));
+      codes = _mm256_andnot_si256(_mm256_cmpeq_epi32(c, set1(0x7F)), c);
+    } else {
+      __m128i sb;
+      if (count == 8) {
+        sb = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(in_layout.scale_ptr(g)));
+      } else {
+        std::uint8_t tmp[16] = {};
+        std::memcpy(tmp, in_layout.scale_ptr(g), count);
+        sb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(tmp));
+      }
+      codes = _mm256_cvtepu8_epi32(sb);
     }
+    const __m256 dec = decode_e4m3(codes);
+    _mm256_store_ps(d_lane, is_multiplier(o) ? _mm256_div_ps(dec, t) : _mm256_mul_ps(dec, t));
+    if constexpr (In::split) {
+      // ggml block by ggml block: its four sub-blocks at fixed offsets
+      for (std::size_t k = 0; k < count; k += 4) {
+        const std::uint8_t* in = in_layout.element_ptr(g + k);
+        for (std::size_t s = 0; s < 4; ++s)
+          nvfp4_decode16<Stream, true>(in + 8 * s, dst + (g + k + s) * 16, _mm256_broadcast_ss(d_lane + k + s), pos, neg);
+      }
+    } else {
+      for (std::size_t j = 0; j < count; ++j)
+        nvfp4_decode16<Stream, false>(in_layout.element_ptr(g + j), dst + (g + j) * 16, _mm256_broadcast_ss(d_lane + j),
+                                      pos, neg);
+    }
+    if (stop) return false;
   }
+  return true;
 }
 
 }  // namespace detail
@@ -254,36 +323,46 @@ LOWBIT_TARGET_AVX2 inline void nvfp4_dequantize_impl(const std::uint8_t* element
 // Entry points. n is a multiple of 16 and the options passed the bulk calls' checks. Quantize
 // returns whether a block held NaN or Inf.
 
+// Out: planar_layout or nvfp4_ggml_layout (n then a multiple of 64).
+template <class Src, class Out>
+LOWBIT_TARGET_AVX2 inline bool nvfp4_quantize(const Src* src, std::size_t n, const ::lowbit::nvfp4_options& o,
+                                              const Out out) {
+  const std::size_t blocks = n / 16;
+  switch (o.element_rounding) {
+    case rounding::toward_zero: return detail::nvfp4_quantize_rm<rounding::toward_zero>(src, blocks, out, o);
+    case rounding::toward_pos_inf: return detail::nvfp4_quantize_rm<rounding::toward_pos_inf>(src, blocks, out, o);
+    case rounding::nearest_away: return detail::nvfp4_quantize_rm<rounding::nearest_away>(src, blocks, out, o);
+    case rounding::nearest_toward_zero:
+      return detail::nvfp4_quantize_rm<rounding::nearest_toward_zero>(src, blocks, out, o);
+    case rounding::nearest_even:
+    case rounding::stochastic:
+    default: return detail::nvfp4_quantize_rm<rounding::nearest_even>(src, blocks, out, o);
+  }
+}
 template <class Src>
 LOWBIT_TARGET_AVX2 inline bool nvfp4_quantize(const Src* src, std::size_t n, const ::lowbit::nvfp4_options& o,
                                               std::uint8_t* elements, std::uint8_t* scales) {
-  const std::size_t blocks = n / 16;
-  switch (o.element_rounding) {
-    case rounding::toward_zero:
-      return detail::nvfp4_quantize_rm<rounding::toward_zero>(src, blocks, elements, scales, o);
-    case rounding::toward_pos_inf:
-      return detail::nvfp4_quantize_rm<rounding::toward_pos_inf>(src, blocks, elements, scales, o);
-    case rounding::nearest_away:
-      return detail::nvfp4_quantize_rm<rounding::nearest_away>(src, blocks, elements, scales, o);
-    case rounding::nearest_toward_zero:
-      return detail::nvfp4_quantize_rm<rounding::nearest_toward_zero>(src, blocks, elements, scales, o);
-    case rounding::nearest_even:
-    case rounding::stochastic:
-    default: return detail::nvfp4_quantize_rm<rounding::nearest_even>(src, blocks, elements, scales, o);
-  }
+  return nvfp4_quantize(src, n, o, planar_layout<std::uint8_t>{elements, scales, 8});
 }
 
+// In: planar_layout or nvfp4_ggml_layout (n then a multiple of 64). Returns false for a ggml
+// scale byte 0xFF (see nvfp4_dequantize_impl).
+template <class Dst, class In>
+LOWBIT_TARGET_AVX2 inline bool nvfp4_dequantize(const In in, std::size_t n, const ::lowbit::nvfp4_options& o,
+                                                Dst* dst) {
+  if (detail::stream_output(dst, n)) {
+    if constexpr (std::is_same<Dst, float>::value) {
+      const bool ok = detail::nvfp4_dequantize_impl<true>(in, n / 16, dst, o);
+      _mm_sfence();
+      return ok;
+    }
+  }
+  return detail::nvfp4_dequantize_impl<false>(in, n / 16, dst, o);
+}
 template <class Dst>
 LOWBIT_TARGET_AVX2 inline void nvfp4_dequantize(const std::uint8_t* elements, const std::uint8_t* scales, std::size_t n,
                                                 const ::lowbit::nvfp4_options& o, Dst* dst) {
-  if (detail::stream_output(dst, n)) {
-    if constexpr (std::is_same<Dst, float>::value) {
-      detail::nvfp4_dequantize_impl<true>(elements, scales, n / 16, dst, o);
-      _mm_sfence();
-      return;
-    }
-  }
-  detail::nvfp4_dequantize_impl<false>(elements, scales, n / 16, dst, o);
+  (void)nvfp4_dequantize(planar_layout<const std::uint8_t>{elements, scales, 8}, n, o, dst);
 }
 
 }  // namespace avx2

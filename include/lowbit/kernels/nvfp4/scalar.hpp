@@ -118,23 +118,70 @@ inline void nvfp4_dequantize_block(const std::uint8_t* elements, std::uint8_t sc
 namespace kernels {
 namespace block {
 
-// The scalar bulk loops over whole blocks of 16. Quantize returns whether a block held NaN or Inf.
-template <class Src>
-inline bool nvfp4_quantize_scalar(const Src* src, std::size_t blocks, const nvfp4_options& o, std::uint8_t* elements,
-                                  std::uint8_t* scales) noexcept {
+// ggml's block_nvfp4 (d[4], then qs[32]) seen as NVFP4 blocks of 16 (kernels/mx/scalar.hpp).
+template <class Byte>
+using nvfp4_ggml_layout = ggml_fp4_layout<Byte, 36, 4, 16>;
+
+// The E4M3 code of ggml's scale byte d, as nvfp4_from_ggml reads it: 0x7F (ggml's zero) is 0x00,
+// the top bit is ignored. 0xFF (ggml's 480) has no code; the callers reject it first.
+constexpr std::uint8_t nvfp4_scale_from_ggml(std::uint8_t d) noexcept {
+  return d == nvfp4_nan_scale ? std::uint8_t{0} : static_cast<std::uint8_t>(d & 0x7Fu);
+}
+
+// Whether the ggml block holding block b (b a multiple of 4) has the scale byte 0xFF.
+template <class In>
+inline bool nvfp4_ggml_scale_overflow(const In in, std::size_t b) noexcept {
+  const std::uint8_t* d = in.scale_ptr(b);
+  return d[0] == 0xFFu || d[1] == 0xFFu || d[2] == 0xFFu || d[3] == 0xFFu;
+}
+
+// The scalar bulk loops over whole blocks of 16, into or out of a planar_layout or an
+// nvfp4_ggml_layout. Quantize returns whether a block held NaN or Inf (its scale is 0x7F in both
+// layouts: nvfp4_to_ggml writes it so). Dequantize returns false when a ggml block holds the scale
+// byte 0xFF (scale_overflow): the blocks before that ggml block are written, it and those after it
+// are not.
+template <class Src, class Out>
+inline bool nvfp4_quantize_scalar(const Src* src, std::size_t blocks, const nvfp4_options& o, const Out out) noexcept {
   bool non_finite = false;
   for (std::size_t b = 0; b < blocks; ++b) {
-    scales[b] = nvfp4_quantize_block(src + b * nvfp4_block_size, o, elements + b * (nvfp4_block_size / 2));
-    non_finite = non_finite || scales[b] == nvfp4_nan_scale;
+    std::uint8_t scale = 0;
+    if constexpr (Out::split) {
+      std::uint8_t planar[nvfp4_block_size / 2];
+      scale = nvfp4_quantize_block(src + b * nvfp4_block_size, o, planar);
+      fp4_planar_to_split(planar, out.element_ptr(b), nvfp4_block_size);
+    } else {
+      scale = nvfp4_quantize_block(src + b * nvfp4_block_size, o, out.element_ptr(b));
+    }
+    *out.scale_ptr(b) = scale;
+    non_finite = non_finite || scale == nvfp4_nan_scale;
   }
   return non_finite;
 }
+template <class Src>
+inline bool nvfp4_quantize_scalar(const Src* src, std::size_t blocks, const nvfp4_options& o, std::uint8_t* elements,
+                                  std::uint8_t* scales) noexcept {
+  return nvfp4_quantize_scalar(src, blocks, o, planar_layout<std::uint8_t>{elements, scales, nvfp4_block_size / 2});
+}
 
+template <class In, class Dst>
+inline bool nvfp4_dequantize_scalar(const In in, std::size_t blocks, const nvfp4_options& o, Dst* dst) noexcept {
+  for (std::size_t b = 0; b < blocks; ++b) {
+    if constexpr (In::split) {
+      if (b % In::sub_blocks == 0 && nvfp4_ggml_scale_overflow(in, b)) return false;
+      std::uint8_t planar[nvfp4_block_size / 2];
+      fp4_split_to_planar(in.element_ptr(b), planar, nvfp4_block_size);
+      nvfp4_dequantize_block(planar, nvfp4_scale_from_ggml(*in.scale_ptr(b)), o, dst + b * nvfp4_block_size);
+    } else {
+      nvfp4_dequantize_block(in.element_ptr(b), *in.scale_ptr(b), o, dst + b * nvfp4_block_size);
+    }
+  }
+  return true;
+}
 template <class Dst>
 inline void nvfp4_dequantize_scalar(const std::uint8_t* elements, const std::uint8_t* scales, std::size_t blocks,
                                     const nvfp4_options& o, Dst* dst) noexcept {
-  for (std::size_t b = 0; b < blocks; ++b)
-    nvfp4_dequantize_block(elements + b * (nvfp4_block_size / 2), scales[b], o, dst + b * nvfp4_block_size);
+  (void)nvfp4_dequantize_scalar(planar_layout<const std::uint8_t>{elements, scales, nvfp4_block_size / 2}, blocks, o,
+                                dst);
 }
 
 }  // namespace block
