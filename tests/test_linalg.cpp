@@ -7,7 +7,7 @@
 // Error bounds (u = 2^-24, unit roundoff of float32), from Higham, Accuracy and Stability of
 // Numerical Algorithms (2nd ed.):
 // - gemm / syrk: each C element is a sum of k products accumulated by FMAs in one chain per depth
-//   slice (kc = 256, 192 or 256 by kernel; the tests count slices of 128, an upper bound), the slices added to C in order, alpha and beta applied once per slice: at most
+//   slice (kc = 256 on every kernel; the tests count slices of 128, an upper bound), the slices added to C in order, alpha and beta applied once per slice: at most
 //   k + 2 * slices + 2 roundings, so |C - C_exact| <= (k + 2 * slices + 2) u (|alpha| |A||B| +
 //   |beta| |C0|) elementwise, to first order (Higham 3.5). Tested with a factor 1.01 for the
 //   second-order terms.

@@ -57,14 +57,123 @@ LOWBIT_AVX2_INLINE void store_row(float* c, __m256 acc0, __m256 acc1, std::size_
   _mm256_maskstore_ps(c + 8, m1, t1);
 }
 
+
+// The lanes below `count` (0..8) set.
+LOWBIT_AVX2_INLINE __m256i lane_mask(std::size_t count) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(count)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// Transposes 8 x 8: r[i] holds row i; on return r[j] holds column j.
+LOWBIT_AVX2_INLINE void transpose8(__m256 r[8]) {
+  const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+  const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+  const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+  const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  r[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
+  r[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+  r[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
+  r[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+  r[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+  r[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+  r[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+  r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+
+// The packing of driver.hpp (pack_a, pack_b: the same layout, zero-padded), vectorised for a
+// micro-panel of MR <= 8 rows and a sliver of NR (a multiple of 8) columns. Source element (i, j)
+// at src[i * rs + j * cs]. Pure copies: the packed values are those of the portable packing.
+template <std::size_t MR>
+LOWBIT_TARGET_AVX2 void pack_a(const float* src, std::size_t rs, std::size_t cs, std::size_t rows, std::size_t depth,
+                               float* dst) noexcept {
+  static_assert(MR <= 8, "one vector per step of a micro-panel");
+  const __m256i panel = lane_mask(MR);
+  for (std::size_t i0 = 0; i0 < rows; i0 += MR, dst += MR * depth) {
+    const std::size_t mr = rows - i0 < MR ? rows - i0 : MR;
+    const float* a = src + i0 * rs;
+    std::size_t p = 0;
+    if (rs == 1) {  // the rows of a step are contiguous
+      const __m256i valid = lane_mask(mr);
+      for (; p < depth; ++p) _mm256_maskstore_ps(dst + p * MR, panel, _mm256_maskload_ps(a + p * cs, valid));
+      continue;
+    }
+    if (cs == 1) {  // each row contiguous in p: 8 x 8 transposes
+      for (; p + 8 <= depth; p += 8) {
+        __m256 r[8];
+        for (std::size_t i = 0; i < 8; ++i) r[i] = i < mr ? _mm256_loadu_ps(a + i * rs + p) : _mm256_setzero_ps();
+        transpose8(r);
+        for (std::size_t q = 0; q < 8; ++q) _mm256_maskstore_ps(dst + (p + q) * MR, panel, r[q]);
+      }
+    }
+    for (; p < depth; ++p) {
+      float* d = dst + p * MR;
+      for (std::size_t i = 0; i < mr; ++i) d[i] = a[i * rs + p * cs];
+      for (std::size_t i = mr; i < MR; ++i) d[i] = 0.0f;
+    }
+  }
+}
+
+template <std::size_t NR>
+LOWBIT_TARGET_AVX2 void pack_b(const float* src, std::size_t rs, std::size_t cs, std::size_t depth, std::size_t cols,
+                               float* dst) noexcept {
+  static_assert(NR % 8 == 0, "whole vectors per sliver");
+  for (std::size_t j0 = 0; j0 < cols; j0 += NR, dst += NR * depth) {
+    const std::size_t nr = cols - j0 < NR ? cols - j0 : NR;
+    const float* b = src + j0 * cs;
+    if (cs == 1) {  // rows contiguous: vector copies (masked on a partial sliver)
+      if (nr == NR) {
+        for (std::size_t p = 0; p < depth; ++p)
+          for (std::size_t v = 0; v < NR; v += 8) _mm256_storeu_ps(dst + p * NR + v, _mm256_loadu_ps(b + p * rs + v));
+      } else {
+        for (std::size_t p = 0; p < depth; ++p)
+          for (std::size_t v = 0; v < NR; v += 8)
+            _mm256_storeu_ps(dst + p * NR + v,
+                             _mm256_maskload_ps(b + p * rs + v, lane_mask(nr > v ? (nr - v < 8 ? nr - v : 8) : 0)));
+      }
+      continue;
+    }
+    std::size_t p = 0;
+    if (rs == 1) {  // columns contiguous in p: 8 x 8 transposes
+      for (; p + 8 <= depth; p += 8)
+        for (std::size_t v = 0; v < NR; v += 8) {
+          __m256 r[8];
+          for (std::size_t j = 0; j < 8; ++j) r[j] = v + j < nr ? _mm256_loadu_ps(b + (v + j) * cs + p) : _mm256_setzero_ps();
+          transpose8(r);
+          for (std::size_t q = 0; q < 8; ++q) _mm256_storeu_ps(dst + (p + q) * NR + v, r[q]);
+        }
+    }
+    for (; p < depth; ++p) {
+      float* d = dst + p * NR;
+      for (std::size_t j = 0; j < nr; ++j) d[j] = b[p * rs + j * cs];
+      for (std::size_t j = nr; j < NR; ++j) d[j] = 0.0f;
+    }
+  }
+}
+
 }  // namespace avx2_detail
 
 struct avx2_kernel {
   static constexpr std::size_t mr = 6;
   static constexpr std::size_t nr = 16;
-  static constexpr std::size_t kc = 256;   // a 16 KiB sliver of B stays in L1 beside A's 6 KiB
-  static constexpr std::size_t mc = 144;   // a 144 KiB block of A stays in L2
+  static constexpr std::size_t kc = 256;   // the A micro-panel (6 KiB) stays in L1, B's 16 KiB slivers pass
+  static constexpr std::size_t mc = 144;   // a 144 KiB block of A stays in L2 beside a 480 KiB chunk of B
   static constexpr std::size_t nc = 4080;  // a panel of B (4 MiB) stays in L3
+  // The driver packs with these (vector copies and 8 x 8 transposes) instead of its portable
+  // loops; MR and NR are the calling kernel's (avx512_kernel inherits them).
+  static constexpr bool simd_packing = true;
+  template <std::size_t MR>
+  static void pack_a(const float* a, std::size_t rs, std::size_t cs, std::size_t rows, std::size_t depth,
+                     float* dst) noexcept {
+    avx2_detail::pack_a<MR>(a, rs, cs, rows, depth, dst);
+  }
+  template <std::size_t NR>
+  static void pack_b(const float* b, std::size_t rs, std::size_t cs, std::size_t depth, std::size_t cols,
+                     float* dst) noexcept {
+    avx2_detail::pack_b<NR>(b, rs, cs, depth, cols, dst);
+  }
 
   LOWBIT_TARGET_AVX2 LOWBIT_NOINLINE static void micro(std::size_t k, const float* a, const float* b, float* c,
                                                        std::size_t ldc, std::size_t m_valid, std::size_t n_valid,

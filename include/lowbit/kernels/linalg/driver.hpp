@@ -7,8 +7,10 @@
 //
 // The multiply is the Goto/BLIS loop nest: for each panel of nc columns of C, for each depth
 // slice of kc, pack that slice of B into slivers of nr columns and each block of mc rows of A
-// into micro-panels of mr rows (one parallel_for), then run the microkernel over every mr x nr
-// tile (a second parallel_for over blocks of mc rows x gemm_chunk columns). Every element of C
+// into micro-panels of mr rows (one parallel_for; the SIMD kernels bring vectorised packing),
+// then run the microkernel over every mr x nr tile (a second parallel_for over blocks of mc rows
+// x chunk_of<K> columns; in a block, micro-panel of A outer, slivers of B inner, so the A
+// micro-panel stays in L1 and the B chunk in L2). Every element of C
 // is one chain of FMAs per depth slice, and the slices are added in order: the result does not
 // depend on how the tasks are scheduled.
 #ifndef LOWBIT_KERNELS_LINALG_DRIVER_HPP
@@ -49,7 +51,9 @@ using mview = view<float>;
 // C's own indices.
 enum class tri_mask : std::uint8_t { none, upper, lower };
 
-inline constexpr std::size_t gemm_chunk = 480;  // columns of C per compute task (a multiple of 16)
+inline constexpr std::size_t gemm_chunk = 480;  // columns of C per compute task, rounded up to a multiple of nr
+template <class K>
+inline constexpr std::size_t chunk_of = (gemm_chunk + K::nr - 1) / K::nr * K::nr;
 
 struct aligned_free {
   void operator()(float* p) const noexcept { ::operator delete(p, std::align_val_t{64}); }
@@ -119,6 +123,24 @@ void pack_b(cview b, std::size_t depth, std::size_t cols, float* dst) noexcept {
   }
 }
 
+// The kernel's own packing where it has one (the same layout, vectorised), else the loops above.
+template <class K>
+void pack_a_block(cview a, std::size_t rows, std::size_t depth, float* dst) noexcept {
+  if constexpr (K::simd_packing) {
+    K::template pack_a<K::mr>(a.p, a.rs, a.cs, rows, depth, dst);
+  } else {
+    pack_a<K>(a, rows, depth, dst);
+  }
+}
+template <class K>
+void pack_b_panel(cview b, std::size_t depth, std::size_t cols, float* dst) noexcept {
+  if constexpr (K::simd_packing) {
+    K::template pack_b<K::nr>(b.p, b.rs, b.cs, depth, cols, dst);
+  } else {
+    pack_b<K>(b, depth, cols, dst);
+  }
+}
+
 // C = beta * C on the masked elements (beta == 0: zeros, C not read). c.cs == 1.
 inline void scale_c(std::size_t m, std::size_t n, float beta, mview c, tri_mask mask) noexcept {
   for (std::size_t i = 0; i < m; ++i)
@@ -157,12 +179,14 @@ status gemm(std::size_t m, std::size_t n, std::size_t k, float alpha, cview a, c
   for (std::size_t jc = 0; jc < n; jc += K::nc) {
     const std::size_t ncur = n - jc < K::nc ? n - jc : K::nc;
     const std::size_t b_slivers = (ncur + K::nr - 1) / K::nr;
-    const std::size_t chunks = (ncur + gemm_chunk - 1) / gemm_chunk;
+    constexpr std::size_t chunk = chunk_of<K>;  // 480 columns (512 for nr = 64)
+    const std::size_t chunks = (ncur + chunk - 1) / chunk;
     for (std::size_t pc = 0; pc < k; pc += K::kc) {
       const std::size_t kcur = k - pc < K::kc ? k - pc : K::kc;
       const float beta_now = pc == 0 ? beta : 1.0f;
-      // Packing: tasks [0, a_blocks) pack A's blocks, the rest pack groups of 16 B slivers.
-      constexpr std::size_t slivers_per_task = 16;
+      // Packing: tasks [0, a_blocks) pack A's blocks, the rest pack groups of B slivers (256
+      // columns).
+      constexpr std::size_t slivers_per_task = K::nr < 256 ? 256 / K::nr : 1;
       const std::size_t b_tasks = (b_slivers + slivers_per_task - 1) / slivers_per_task;
       auto pack = [&](std::size_t t) {
         if (t < a_blocks) {
@@ -170,13 +194,13 @@ status gemm(std::size_t m, std::size_t n, std::size_t k, float alpha, cview a, c
           const std::size_t rows = m - i0 < K::mc ? m - i0 : K::mc;
           // A block needed only if some tile of it is inside the mask.
           if (tile_outside(mask, i0, rows, jc, ncur)) return;
-          pack_a<K>(a.sub(i0, pc), rows, kcur, packed_a + t * a_block_floats);
+          pack_a_block<K>(a.sub(i0, pc), rows, kcur, packed_a + t * a_block_floats);
         } else {
           const std::size_t s0 = (t - a_blocks) * slivers_per_task;
           const std::size_t j0 = s0 * K::nr;
           const std::size_t cols_left = ncur - j0;
           const std::size_t cols = cols_left < slivers_per_task * K::nr ? cols_left : slivers_per_task * K::nr;
-          pack_b<K>(b.sub(pc, jc + j0), kcur, cols, packed_b + s0 * K::nr * kcur);
+          pack_b_panel<K>(b.sub(pc, jc + j0), kcur, cols, packed_b + s0 * K::nr * kcur);
         }
       };
       lowbit::detail::linalg_parallel_for(exec, a_blocks + b_tasks, pack);
@@ -184,17 +208,19 @@ status gemm(std::size_t m, std::size_t n, std::size_t k, float alpha, cview a, c
         const std::size_t ib = t / chunks, jb = t % chunks;
         const std::size_t i0 = ib * K::mc;
         const std::size_t rows = m - i0 < K::mc ? m - i0 : K::mc;
-        const std::size_t j0 = jb * gemm_chunk;
-        const std::size_t cols = ncur - j0 < gemm_chunk ? ncur - j0 : gemm_chunk;
+        const std::size_t j0 = jb * chunk;
+        const std::size_t cols = ncur - j0 < chunk ? ncur - j0 : chunk;
         if (tile_outside(mask, i0, rows, jc + j0, cols)) return;
         const float* pa = packed_a + ib * a_block_floats;
-        for (std::size_t jr = 0; jr < cols; jr += K::nr) {
-          const std::size_t nr = cols - jr < K::nr ? cols - jr : K::nr;
-          const std::size_t jg = jc + j0 + jr;  // column in C
-          const float* pb = packed_b + (j0 + jr) * kcur;
-          for (std::size_t ir = 0; ir < rows; ir += K::mr) {
-            const std::size_t mr = rows - ir < K::mr ? rows - ir : K::mr;
-            const std::size_t ig = i0 + ir;
+        // A micro-panel (mr x kc) stays in L1 while the slivers of B's chunk (kc x chunk, in L2)
+        // stream past it.
+        for (std::size_t ir = 0; ir < rows; ir += K::mr) {
+          const std::size_t mr = rows - ir < K::mr ? rows - ir : K::mr;
+          const std::size_t ig = i0 + ir;
+          for (std::size_t jr = 0; jr < cols; jr += K::nr) {
+            const std::size_t nr = cols - jr < K::nr ? cols - jr : K::nr;
+            const std::size_t jg = jc + j0 + jr;  // column in C
+            const float* pb = packed_b + (j0 + jr) * kcur;
             if (tile_outside(mask, ig, mr, jg, nr)) continue;
             float* ct = &c(ig, jg);
             if (tile_inside(mask, ig, mr, jg, nr)) {

@@ -24,6 +24,7 @@ struct scalar_kernel {
   static constexpr std::size_t kc = 256;  // depth of a packed panel
   static constexpr std::size_t mc = 128;  // rows of a packed block of A
   static constexpr std::size_t nc = 2048;  // columns of a packed panel of B
+  static constexpr bool simd_packing = false;  // the driver's portable pack_a / pack_b
 
   static void micro(std::size_t k, const float* a, const float* b, float* c, std::size_t ldc, std::size_t m_valid,
                     std::size_t n_valid, float alpha, float beta) noexcept {
