@@ -2,9 +2,12 @@
 // format, packed E2M1 and FP6). Bit-identical to kernels/convert/scalar.hpp for every input.
 //
 // Encoding vectorizes formats/codec.hpp's encode_bits on the float's bit pattern, in integer
-// arithmetic only, so the result does not depend on MXCSR (FTZ, DAZ, rounding control); float16
-// sources are widened first by vcvtph2ps, which is exact and ignores MXCSR too (f32_from_f16).
-// One template serves every format; it reads nothing but the format_spec constants:
+// arithmetic (but for the one float-to-integer rounding of path 1's subnormal codes, under an
+// IEEE scope it installs and removes without a trace), so the result does not depend on MXCSR
+// (FTZ, DAZ, rounding control); float16 sources are widened first by vcvtph2ps, which is exact
+// and ignores MXCSR too (f32_from_f16). Per block of 32 the data picks one of three paths
+// (encode_block_direct, encode_block_fast, encode_block_general; docs/performance.md). The
+// general one, and the reference for the others, reads nothing but the format_spec constants:
 //
 //   K = min_exponent + 127      float exponent field of the format's smallest normal
 //   m = clamp(field, 1, K)      the float's field, raised to 1 (float subnormals) and capped at K
@@ -18,11 +21,11 @@
 // 32 bits (stochastic, exactly codec.hpp's floor(fraction * 2^32) + r >= 2^32). Overflow is a
 // minimum with a per-lane limit (max finite, or the Inf/NaN code right above it), NaN a blend.
 //
-// Decoding builds each value's bfloat16 pattern (every 4-, 6- and 8-bit format is exactly a
-// bfloat16; NaN is 0x7FC0 with the code's sign, as codec.hpp's pack_float) and widens it to
-// float32 by a 16-bit shift: arithmetic for the normal numbers, a vpshufb table for the
-// subnormals, and for the 4-bit format a 16-entry vpshufb table built from the scalar codec.
-// FP8 and FP6 into float32 go through float16 and F16C's vcvtph2ps instead (half_twin).
+// Decoding FP8 and FP6 into float32 goes through float16 and F16C's vcvtph2ps (half_twin); the
+// 4-bit format uses a 16-entry vpshufb table built from the scalar codec; E8M0, and every byte
+// format into float16 / bfloat16, build each value's bfloat16 (or float16) pattern in 16-bit
+// lanes (NaN 0x7FC0 with the code's sign, as codec.hpp's pack_float): arithmetic for the normal
+// numbers, a vpshufb table for the subnormals (half_from_codes).
 //
 // Policies: all rounding modes, both overflow modes, and every special-value knob except
 // unsigned_input::invalid and unsigned_range::before_rounding on unsigned formats (E8M0), which
