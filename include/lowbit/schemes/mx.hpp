@@ -415,11 +415,9 @@ static_assert(sizeof(ggml_block_mxfp4) == 17, "ggml block_mxfp4 is 17 bytes");
   if (!st) return st;
   bool nan = false;
   for (std::size_t b = 0; b < n / 32; ++b) {
-    std::uint8_t codes[32];
-    unpack_nibbles(elements + 16 * b, codes, 32);
     blocks[b].e = scales[b];
     nan = nan || scales[b] == mx_nan_scale;
-    for (std::size_t j = 0; j < 16; ++j) blocks[b].qs[j] = static_cast<std::uint8_t>(codes[j] | codes[j + 16] << 4);
+    kernels::block::fp4_planar_to_split(elements + 16 * b, blocks[b].qs, 32);
   }
   return nan ? errc::non_finite_input : errc::ok;
 }
@@ -433,13 +431,8 @@ static_assert(sizeof(ggml_block_mxfp4) == 17, "ggml block_mxfp4 is 17 bytes");
                                           {detail::buffer_of(elements, n / 2), detail::buffer_of(scales, n / 32)});
   if (!st) return st;
   for (std::size_t b = 0; b < n / 32; ++b) {
-    std::uint8_t codes[32];
-    for (std::size_t j = 0; j < 16; ++j) {
-      codes[j] = static_cast<std::uint8_t>(blocks[b].qs[j] & 0x0Fu);
-      codes[j + 16] = static_cast<std::uint8_t>(blocks[b].qs[j] >> 4);
-    }
     scales[b] = blocks[b].e;
-    pack_nibbles(codes, elements + 16 * b, 32);
+    kernels::block::fp4_split_to_planar(blocks[b].qs, elements + 16 * b, 32);
   }
   return errc::ok;
 }
@@ -484,13 +477,13 @@ static_assert(sizeof(ggml_block_mxfp4) == 17, "ggml block_mxfp4 is 17 bytes");
 
 namespace detail {
 
+// The planar calls' checks on a one-row matrix, then ggml's block of 32 (as nvfp4_ggml_check_shape).
 template <class Value>
 constexpr status mxfp4_ggml_check_shape(std::size_t n, const mx_options& o) noexcept {
-  if (!mx_valid_rounding(o.element_rounding) || static_cast<unsigned>(o.scale_rule) > 3u) return errc::bad_argument;
-  if (o.block_size != 32 || n % 32 != 0) return errc::bad_block_size;
-  std::size_t bytes = 0;
-  if (!checked_mul(n, sizeof(Value), &bytes)) return errc::bad_argument;
-  return errc::ok;
+  std::size_t unused = 0;
+  const status st = mx_check_shape<mxfp4, Value>(1, n, o, &unused);
+  if (!st) return st;
+  return o.block_size != 32 ? status{errc::bad_block_size} : status{errc::ok};
 }
 
 }  // namespace detail

@@ -391,15 +391,12 @@ static_assert(sizeof(ggml_block_nvfp4) == 36, "ggml block_nvfp4 is 36 bytes");
   if (!st) return st;
   bool nan = false;
   for (std::size_t b = 0; b < n / 64; ++b) {
-    std::uint8_t codes[64];
-    unpack_nibbles(elements + 32 * b, codes, 64);
     for (std::size_t s = 0; s < 4; ++s) {
       const std::uint8_t d = scales[4 * b + s];
       const bool is_nan = (d & 0x7Fu) == nvfp4_nan_scale;
       nan = nan || is_nan;
       blocks[b].d[s] = is_nan ? nvfp4_nan_scale : d;
-      for (std::size_t j = 0; j < 8; ++j)
-        blocks[b].qs[8 * s + j] = static_cast<std::uint8_t>(codes[16 * s + j] | codes[16 * s + j + 8] << 4);
+      kernels::block::fp4_planar_to_split(elements + 32 * b + 8 * s, blocks[b].qs + 8 * s, 16);
     }
   }
   return nan ? errc::non_finite_input : errc::ok;
@@ -421,16 +418,11 @@ static_assert(sizeof(ggml_block_nvfp4) == 36, "ggml block_nvfp4 is 36 bytes");
   for (std::size_t b = 0; b < n / 64; ++b) {
     for (std::size_t s = 0; s < 4; ++s)
       if (blocks[b].d[s] == 0xFFu) return errc::scale_overflow;
-    std::uint8_t codes[64];
     for (std::size_t s = 0; s < 4; ++s) {
       const std::uint8_t d = blocks[b].d[s];
       scales[4 * b + s] = d == nvfp4_nan_scale ? std::uint8_t{0} : static_cast<std::uint8_t>(d & 0x7Fu);
-      for (std::size_t j = 0; j < 8; ++j) {
-        codes[16 * s + j] = static_cast<std::uint8_t>(blocks[b].qs[8 * s + j] & 0x0Fu);
-        codes[16 * s + j + 8] = static_cast<std::uint8_t>(blocks[b].qs[8 * s + j] >> 4);
-      }
+      kernels::block::fp4_split_to_planar(blocks[b].qs + 8 * s, elements + 32 * b + 8 * s, 16);
     }
-    pack_nibbles(codes, elements + 32 * b, 64);
   }
   return errc::ok;
 }
