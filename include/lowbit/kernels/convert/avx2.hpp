@@ -717,17 +717,18 @@ struct normal_range {
   static constexpr bool rounding_supported = RM != rounding::toward_pos_inf;  // sign-dependent
 };
 
-// t + extra (extra: a multiple of 2^S that the caller wants added to the code, times 2^S).
-template <class F, rounding RM, std::uint32_t Extra = 0>
-LOWBIT_AVX2_INLINE __m256i normal_t(__m256i a) {
+// t = |x| + addend (+ lsb), addend = bias - mn plus, where the caller wants it, 2^M times 2^S
+// (the code's base, so that t >> S is the code itself: direct_path).
+template <class F, rounding RM>
+LOWBIT_AVX2_INLINE __m256i normal_t(__m256i a, __m256i addend) {
   using nr = normal_range<F, RM>;
-  const __m256i t = _mm256_add_epi32(a, _mm256_set1_epi32(static_cast<int>(nr::bias - nr::mn + Extra)));
+  const __m256i t = _mm256_add_epi32(a, addend);
   if constexpr (RM != rounding::nearest_even) return t;
   // + bit S of |x| (the kept lsb), isolated by two shifts (no mask constant to keep in a register).
   return _mm256_add_epi32(t, _mm256_srli_epi32(_mm256_slli_epi32(a, 31 - nr::S), 31));
 }
 
-// Path 1, for stochastic rounding (the nearest-even and truncating modes take path 2), in formats
+// Path 2, for stochastic rounding (the nearest-even and truncating modes take path 1), in formats
 // whose inputs are mostly normal numbers (FP8, float16, bfloat16): when every |x| of the block
 // lies in [2^min_exponent, Inf] (no NaN), code - 2^M = t >> S for every lane.
 // One unsigned maximum checks the block: a NaN has t above t(Inf), a value below mn a negative t.
@@ -760,17 +761,18 @@ LOWBIT_AVX2_INLINE bool encode_block_fast(const __m256i x[4], const __m256i r[4]
   pack_signs<L>(x, signs);
   // Each code right away (the inputs die early), the range check accumulated and decided last.
   const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF);
+  const __m256i addend = _mm256_set1_epi32(static_cast<int>(normal_range<F, RM>::bias - normal_range<F, RM>::mn));
   __m256i c[4];
-  __m256i t = normal_t<F, RM>(_mm256_and_si256(x[0], abs_mask));
+  __m256i t = normal_t<F, RM>(_mm256_and_si256(x[0], abs_mask), addend);
   __m256i top = t;
   c[0] = fast_code<F, RM>(t, r[0]);
-  t = normal_t<F, RM>(_mm256_and_si256(x[1], abs_mask));
+  t = normal_t<F, RM>(_mm256_and_si256(x[1], abs_mask), addend);
   top = _mm256_max_epu32(top, t);
   c[1] = fast_code<F, RM>(t, r[1]);
-  t = normal_t<F, RM>(_mm256_and_si256(x[2], abs_mask));
+  t = normal_t<F, RM>(_mm256_and_si256(x[2], abs_mask), addend);
   top = _mm256_max_epu32(top, t);
   c[2] = fast_code<F, RM>(t, r[2]);
-  t = normal_t<F, RM>(_mm256_and_si256(x[3], abs_mask));
+  t = normal_t<F, RM>(_mm256_and_si256(x[3], abs_mask), addend);
   top = _mm256_max_epu32(top, t);
   c[3] = fast_code<F, RM>(t, r[3]);
   const __m256i t_inf = v.t_top;  // nr::t_inf
@@ -779,23 +781,24 @@ LOWBIT_AVX2_INLINE bool encode_block_fast(const __m256i x[4], const __m256i r[4]
   return true;
 }
 
-// Path 2, for round-to-nearest-even and toward-zero (lowbit's default and the truncation of
+// Path 1, for round-to-nearest-even and toward-zero (lowbit's default and the truncation of
 // the CUDA intrinsics), every format with subnormals: any block without a NaN, whatever the
 // range of its values (zero, float subnormals, the format's subnormals, normals, overflow, Inf).
 // Two codes per lane, and their maximum:
-//   normal:    (t >> S) + 2^M with an arithmetic shift (normal_t<F, RM, 2^23>). Exact from mn up;
-//              below mn it is the same rounding of a smaller value (in the binade under mn the
-//              bits fall twice as fast as the value), so at most the true code.
-//   subnormal: min(|x|, mn) * 2^(M - min_exponent), rounded to an integer by vroundps with the
-//              mode in its immediate (nearest-even) or truncated by vcvttps2dq (toward zero):
-//              the code of a value in the format's subnormal range, and 2^M (the smallest
-//              normal's code, at most the true code) from mn up.
+//   normal:    (t >> S) + 2^M with an arithmetic shift (normal_t, the 2^M in its addend).
+//              Exact from mn up; below mn it is the same rounding of a smaller value (in the
+//              binade under mn the bits fall twice as fast as the value), so at most the true code.
+//   subnormal: min(|x|, mn) * 2^(M - min_exponent), rounded to an integer by vcvtps2dq
+//              (nearest-even) or truncated by vcvttps2dq (toward zero): the code of a value in the
+//              format's subnormal range, and 2^M (the smallest normal's code, at most the true
+//              code) from mn up.
 // The product by a power of two is an integer addition to the exponent field, so every float
-// operand is a normal number and neither DAZ, FTZ nor MXCSR's rounding control changes a result
-// (vroundps's immediate overrides RC; _MM_FROUND_NO_EXC keeps the precision flag unset). A
-// float subnormal (exponent field 0) comes out of the addition as a value below 2^(k - 126),
-// k = M - min_exponent <= 24, which rounds to 0 as it should. Formats whose smallest normal is
-// float32's (bfloat16: K = 1) need no second code: the shift S is the same below mn.
+// operand is a normal number and neither DAZ nor FTZ changes a result; vcvtps2dq rounds as
+// MXCSR says, so encode_variant runs the path under an ieee_scope_traceless (round to nearest,
+// and the caller's MXCSR back whole, flags included). A float subnormal (exponent field 0) comes
+// out of the addition as a value below 2^(k - 126), k = M - min_exponent <= 24, which rounds to 0
+// as it should. Formats whose smallest normal is float32's (bfloat16: K = 1) need no second
+// code: the shift S is the same below mn.
 //
 // E8M0 (no subnormals, no mantissa, smallest value 2^-127 with code 0) is a third shape: the code
 // is the float's exponent field, rounded up on bit 22 for nearest-even (the significand is always
@@ -821,9 +824,7 @@ LOWBIT_AVX2_INLINE __m256i direct_code(__m256i a, const encode_vectors& v) {
     const __m256i low = _mm256_and_si256(_mm256_cmpgt_epi32(v.direct[1], a), v.direct[2]);  // 2^21 where a < 2^23
     return _mm256_srli_epi32(_mm256_sub_epi32(_mm256_add_epi32(a, v.direct[0]), low), 23);
   } else {
-    __m256i t = _mm256_add_epi32(a, v.direct[0]);
-    if constexpr (RM == rounding::nearest_even) t = _mm256_add_epi32(t, _mm256_srli_epi32(_mm256_slli_epi32(a, 31 - nr::S), 31));
-    const __m256i normal = _mm256_srai_epi32(t, nr::S);
+    const __m256i normal = _mm256_srai_epi32(normal_t<F, RM>(a, v.direct[0]), nr::S);
     if constexpr (direct_path<F, RM>::K == 1) return normal;
     const __m256 y = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_min_epi32(a, v.direct[1]), v.direct[2]));
     return _mm256_max_epi32(normal, RM == rounding::nearest_even ? _mm256_cvtps_epi32(y) : _mm256_cvttps_epi32(y));
@@ -838,7 +839,7 @@ constexpr void make_direct_setup(encode_setup& s) noexcept {
     s.direct[1] = 1u << 23;
     s.direct[2] = 1u << 21;
   } else {
-    s.direct[0] = nr::bias - nr::mn + (1u << 23);  // normal_t<F, RM, 2^23> without the lsb
+    s.direct[0] = nr::bias - nr::mn + (1u << 23);  // normal_t's addend, with the code's base 2^M
     s.direct[1] = nr::mn;
     s.direct[2] = static_cast<std::uint32_t>(direct_path<F, RM>::k) << 23;
   }
