@@ -5,6 +5,9 @@
 //   baseline/sum_f32/<n>         read-only AVX2 float sum, four accumulators
 //   baseline/f32_to_i8/<n>       trivial AVX2 float32 -> int8: multiply, convert, pack, store
 //   baseline/i8_to_f32/<n>       its reverse: widen, convert, multiply, store
+//   baseline/f32_to_i8_avx512/<n>, baseline/i8_to_f32_avx512/<n>
+//                                their AVX-512 twins (where the CPU has AVX-512 F, BW, VL): the
+//                                loops every AVX-512 kernel is quoted against
 //
 // n is 16384 (cache-resident) and 4096 x 4096 (DRAM-sized). Single-threaded. Items are elements;
 // bytes are everything read plus everything written.
@@ -147,6 +150,42 @@ __attribute__((target("avx2,fma"))) inline void i8_to_f32(const std::int8_t* q, 
   for (; i < n; ++i) x[i] = static_cast<float>(q[i]) * scale;
 }
 
+// The AVX-512 twins of the two trivial loops: the baselines every AVX-512 kernel is quoted against
+// (64 elements a step, vpmovsdb for the saturating narrowing).
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma"))) inline void f32_to_i8_avx512(const float* x, std::int8_t* q,
+                                                                                            std::size_t n, float scale) {
+  const __m512 s = _mm512_set1_ps(scale);
+  std::size_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    for (int k = 0; k < 4; ++k) {
+      const __m512i a = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + i + 16 * k), s));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(q + i + 16 * k), _mm512_cvtsepi32_epi8(a));
+    }
+  }
+  for (; i < n; ++i) {
+    const float v = x[i] * scale;
+    q[i] = static_cast<std::int8_t>(v > 127.f ? 127 : v < -128.f ? -128 : static_cast<int>(v));
+  }
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma"))) inline void i8_to_f32_avx512(const std::int8_t* q, float* x,
+                                                                                            std::size_t n, float scale) {
+  const __m512 s = _mm512_set1_ps(scale);
+  std::size_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    for (int k = 0; k < 4; ++k) {
+      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + i + 16 * k));
+      _mm512_storeu_ps(x + i + 16 * k, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b)), s));
+    }
+  }
+  for (; i < n; ++i) x[i] = static_cast<float>(q[i]) * scale;
+}
+
+inline bool cpu_has_avx512() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+}
+
 inline void memcpy_bench(benchmark::State& state, std::size_t n) {
   auto src = make_buffer<float>(n);
   auto dst = make_buffer<float>(n);
@@ -166,24 +205,26 @@ inline void sum_bench(benchmark::State& state, std::size_t n) {
   set_counters(state, n, n * sizeof(float));
 }
 
+template <void (*Loop)(const float*, std::int8_t*, std::size_t, float) = f32_to_i8>
 inline void f32_to_i8_bench(benchmark::State& state, std::size_t n) {
   auto src = make_buffer<float>(n);
   auto dst = make_buffer<std::int8_t>(n);
   fill_normal(src.get(), n, 1.0f);
   for (auto _ : state) {
-    f32_to_i8(src.get(), dst.get(), n, 42.0f);
+    Loop(src.get(), dst.get(), n, 42.0f);
     benchmark::DoNotOptimize(dst.get());
     benchmark::ClobberMemory();
   }
   set_counters(state, n, n * (sizeof(float) + 1));
 }
 
+template <void (*Loop)(const std::int8_t*, float*, std::size_t, float) = i8_to_f32>
 inline void i8_to_f32_bench(benchmark::State& state, std::size_t n) {
   auto src = make_buffer<std::int8_t>(n);
   auto dst = make_buffer<float>(n);
   for (std::size_t i = 0; i < n; ++i) src.get()[i] = static_cast<std::int8_t>(i * 37u);
   for (auto _ : state) {
-    i8_to_f32(src.get(), dst.get(), n, 1.0f / 42.0f);
+    Loop(src.get(), dst.get(), n, 1.0f / 42.0f);
     benchmark::DoNotOptimize(dst.get());
     benchmark::ClobberMemory();
   }
@@ -195,8 +236,12 @@ inline bool register_all() {
     const std::string size = "/" + std::to_string(n);
     benchmark::RegisterBenchmark(("baseline/memcpy" + size).c_str(), memcpy_bench, n);
     benchmark::RegisterBenchmark(("baseline/sum_f32" + size).c_str(), sum_bench, n);
-    benchmark::RegisterBenchmark(("baseline/f32_to_i8" + size).c_str(), f32_to_i8_bench, n);
-    benchmark::RegisterBenchmark(("baseline/i8_to_f32" + size).c_str(), i8_to_f32_bench, n);
+    benchmark::RegisterBenchmark(("baseline/f32_to_i8" + size).c_str(), f32_to_i8_bench<>, n);
+    benchmark::RegisterBenchmark(("baseline/i8_to_f32" + size).c_str(), i8_to_f32_bench<>, n);
+    if (cpu_has_avx512()) {
+      benchmark::RegisterBenchmark(("baseline/f32_to_i8_avx512" + size).c_str(), f32_to_i8_bench<f32_to_i8_avx512>, n);
+      benchmark::RegisterBenchmark(("baseline/i8_to_f32_avx512" + size).c_str(), i8_to_f32_bench<i8_to_f32_avx512>, n);
+    }
   }
   return true;
 }

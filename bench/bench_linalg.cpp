@@ -2,7 +2,7 @@
 // same ISA, measured in the same binary, so every figure is quoted as a ratio.
 //
 //   linalg/peak_fma/<isa>                  independent FMA chains on registers (the ceiling)
-//   <isa> of the calls: scalar, avx2, avx512 (the avx2 path with the AVX-512 kernel, where the CPU has it)
+//   <isa> of the calls: scalar, avx2, avx512 (where the CPU has it)
 //   linalg/gemm/<isa>/<n>[/threads:2]      C = A B, n x n x n (2 n^3 flops)
 //   linalg/syrk/<isa>/<tokens>x<n>         C += X^T X on the upper triangle (tokens n^2 flops)
 //   linalg/cholesky/<isa>/<n>              A = U^T U (n^3 / 3 flops)
@@ -32,7 +32,7 @@ namespace {
 using lowbit::isa;
 using lowbit_bench::make_buffer;
 
-// scalar, avx2 (AVX-512 kernel off) or avx512 (the avx2 path with the AVX-512 kernel).
+// scalar, avx2 (AVX-512 kernel off) or avx512 (the avx512 path with the AVX-512 kernel).
 struct kernel_path {
   isa path;
   bool avx512;
@@ -213,12 +213,12 @@ void register_all() {
   std::vector<kernel_path> paths{{isa::scalar, false, "scalar"}};
   if (lowbit::is_supported(isa::avx2)) {
     paths.push_back({isa::avx2, false, "avx2"});
-    if (lowbit::detail::cpu_has_avx512f() && LOWBIT_HAS_AVX512_LINALG) paths.push_back({isa::avx2, true, "avx512"});
+    if (lowbit::is_supported(isa::avx512) && LOWBIT_HAS_AVX512_LINALG) paths.push_back({isa::avx512, true, "avx512"});
   }
   benchmark::RegisterBenchmark("linalg/peak_fma/scalar", bench_peak, isa::scalar)->Unit(benchmark::kMillisecond);
   if (lowbit::is_supported(isa::avx2))
     benchmark::RegisterBenchmark("linalg/peak_fma/avx2", bench_peak, isa::avx2)->Unit(benchmark::kMillisecond);
-  if (lowbit::detail::cpu_has_avx512f())
+  if (lowbit::is_supported(isa::avx512))
     benchmark::RegisterBenchmark("linalg/peak_fma/avx512", bench_peak_avx512)->Unit(benchmark::kMillisecond);
   for (const kernel_path& p : paths) {
     const std::string& name = p.name;

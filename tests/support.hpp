@@ -136,6 +136,16 @@ inline std::vector<float> gaussian(std::size_t n, float sd, unsigned seed) {
 }
 
 inline bool have_avx2() { return lowbit::is_supported(lowbit::isa::avx2); }
+inline bool have_avx512() { return lowbit::is_supported(lowbit::isa::avx512); }
+
+// The SIMD paths this build and CPU can take (avx2, then avx512), to compare with the scalar
+// reference; empty under LOWBIT_SCALAR_ONLY or on a CPU without AVX2.
+inline std::vector<lowbit::isa> simd_paths() {
+  std::vector<lowbit::isa> p;
+  for (const lowbit::isa i : {lowbit::isa::avx2, lowbit::isa::avx512})
+    if (lowbit::is_supported(i)) p.push_back(i);
+  return p;
+}
 
 // The exhaustive sweeps: every k-th input (LOWBIT_EXHAUSTIVE_STRIDE, default 1: all of them), on
 // every hardware thread.

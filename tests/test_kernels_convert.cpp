@@ -24,6 +24,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -360,12 +361,56 @@ TEST(KernelDispatch, OverridesAndRestores) {
   lowbit::reset_isa();
   EXPECT_EQ(lowbit::active_isa(), before);
   EXPECT_TRUE(lowbit::is_supported(isa::scalar));
-  EXPECT_EQ(lowbit::is_supported(isa::avx2), lowbit::detected_isa() == isa::avx2);
+  EXPECT_EQ(lowbit::is_supported(isa::avx2), lowbit::detected_isa() >= isa::avx2);
+  EXPECT_EQ(lowbit::is_supported(isa::avx512), lowbit::detected_isa() == isa::avx512);
+  {
+    // Asking for more than the CPU has gives the best it has; each supported path is taken as asked.
+    const lowbit::scoped_isa s(isa::avx512);
+    EXPECT_EQ(lowbit::active_isa(), lowbit::detected_isa());
+  }
+  for (const isa i : {isa::scalar, isa::avx2, isa::avx512}) {
+    if (!lowbit::is_supported(i)) continue;
+    const lowbit::scoped_isa s(i);
+    EXPECT_EQ(lowbit::active_isa(), i);
+    EXPECT_EQ(lowbit::detail::use_avx2(), i >= isa::avx2);
+    EXPECT_EQ(lowbit::detail::use_avx512(), i == isa::avx512);
+  }
   EXPECT_STREQ(lowbit::isa_name(isa::scalar), "scalar");
   EXPECT_STREQ(lowbit::isa_name(isa::avx2), "avx2");
+  EXPECT_STREQ(lowbit::isa_name(isa::avx512), "avx512");
 #if LOWBIT_HAS_AVX2_KERNELS
   std::printf("detected %s, active %s\n", lowbit::isa_name(lowbit::detected_isa()), lowbit::isa_name(before));
 #endif
+}
+
+// LOWBIT_FORCE_ISA names a path; LOWBIT_FORCE_SCALAR is its older spelling for scalar. The
+// variables are read once per process, so the parser is tested here and the variables by CI.
+TEST(KernelDispatch, EnvironmentSelectsACeiling) {
+  const auto with = [](const char* force_isa, const char* force_scalar) {
+    if (force_isa != nullptr) ::setenv("LOWBIT_FORCE_ISA", force_isa, 1); else ::unsetenv("LOWBIT_FORCE_ISA");
+    if (force_scalar != nullptr) ::setenv("LOWBIT_FORCE_SCALAR", force_scalar, 1); else ::unsetenv("LOWBIT_FORCE_SCALAR");
+    const int v = lowbit::detail::isa_forced_by_environment();
+    ::unsetenv("LOWBIT_FORCE_ISA");
+    ::unsetenv("LOWBIT_FORCE_SCALAR");
+    return v;
+  };
+  const char* saved_isa = std::getenv("LOWBIT_FORCE_ISA");
+  const char* saved_scalar = std::getenv("LOWBIT_FORCE_SCALAR");
+  const std::string keep_isa = saved_isa != nullptr ? saved_isa : "";
+  const std::string keep_scalar = saved_scalar != nullptr ? saved_scalar : "";
+  EXPECT_EQ(with(nullptr, nullptr), -1);
+  EXPECT_EQ(with("scalar", nullptr), static_cast<int>(isa::scalar));
+  EXPECT_EQ(with("avx2", nullptr), static_cast<int>(isa::avx2));
+  EXPECT_EQ(with("avx512", nullptr), static_cast<int>(isa::avx512));
+  EXPECT_EQ(with("avx", nullptr), -1);       // not a path name: ignored
+  EXPECT_EQ(with("avx2x", nullptr), -1);
+  EXPECT_EQ(with("", nullptr), -1);
+  EXPECT_EQ(with(nullptr, "1"), static_cast<int>(isa::scalar));
+  EXPECT_EQ(with(nullptr, "0"), -1);
+  EXPECT_EQ(with(nullptr, ""), -1);
+  EXPECT_EQ(with("avx2", "1"), static_cast<int>(isa::avx2));  // the path name wins
+  if (saved_isa != nullptr) ::setenv("LOWBIT_FORCE_ISA", keep_isa.c_str(), 1);
+  if (saved_scalar != nullptr) ::setenv("LOWBIT_FORCE_SCALAR", keep_scalar.c_str(), 1);
 }
 
 // Known answers through the AVX2 path, in a full block and in the tail, so that a reference and a

@@ -45,7 +45,7 @@ using lowbit::triangle;
 
 constexpr double u32 = 1.0 / 16777216.0;  // 2^-24
 
-// The kernels: scalar, AVX2, and AVX-512 where the CPU has it (taken on the avx2 path unless
+// The kernels: scalar, AVX2, and AVX-512 where the CPU has it (the avx512 path, unless
 // set_linalg_avx512(false)).
 struct kernel_path {
   isa path;
@@ -56,7 +56,7 @@ std::vector<kernel_path> paths() {
   std::vector<kernel_path> p{{isa::scalar, false, "scalar"}};
   if (lowbit_test::have_avx2()) {
     p.push_back({isa::avx2, false, "avx2"});
-    if (lowbit::detail::cpu_has_avx512f() && LOWBIT_HAS_AVX512_LINALG) p.push_back({isa::avx2, true, "avx512"});
+    if (lowbit::is_supported(isa::avx512) && LOWBIT_HAS_AVX512_LINALG) p.push_back({isa::avx512, true, "avx512"});
   }
   return p;
 }

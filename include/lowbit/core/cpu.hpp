@@ -1,19 +1,23 @@
 // lowbit: which instruction set the bulk operations use, decided at run time.
 //
 // The kernels under kernels/ exist in a portable scalar version (the reference that defines every
-// result) and, on x86-64, an AVX2 version compiled with function-level target attributes, so a
-// program built with the compiler's default flags still runs the AVX2 code on a CPU that has it.
-// The CPU is queried once; every bulk call then reads one atomic.
+// result) and, on x86-64, AVX2 and AVX-512 versions compiled with function-level target
+// attributes, so a program built with the compiler's default flags still runs the SIMD code on a
+// CPU that has it. The CPU is queried once; every bulk call then reads one atomic. An operation
+// without an AVX-512 kernel runs its AVX2 one on the avx512 path (each path can run everything
+// the one below it can).
 //
 //   lowbit::active_isa()            the path bulk calls take now
 //   lowbit::set_isa(lowbit::isa::scalar)    force the reference path (process-wide)
-//   lowbit::scoped_isa s{lowbit::isa::scalar};  the same until s goes out of scope
-//   LOWBIT_FORCE_SCALAR=1           environment variable, read once: start on the scalar path
+//   lowbit::scoped_isa s{lowbit::isa::avx2};    the AVX2 kernels until s goes out of scope
+//   LOWBIT_FORCE_ISA=scalar|avx2|avx512  environment variable, read once: start on at most that
+//                                   path (the detected one when the CPU lacks it)
+//   LOWBIT_FORCE_SCALAR=1           the same as LOWBIT_FORCE_ISA=scalar (kept for old scripts)
 //
 // Compile-time switches (define before including any lowbit header, the same in every TU):
 //   LOWBIT_SCALAR_ONLY   never compile or run SIMD code.
 //   LOWBIT_AVX2_ONLY     assume AVX2+FMA+F16C without asking the CPU (for builds with -mavx2;
-//                        set_isa(isa::scalar) still works).
+//                        set_isa(isa::scalar) still works); the AVX-512 kernels are not compiled.
 // Under nvcc/hipcc (host and device passes alike) and on non-x86 targets everything is scalar.
 // MSVC has no function-level target attribute: there the AVX2 kernels are compiled only under
 // /arch:AVX2 (which defines __AVX2__), and then used without a CPU check.
@@ -33,6 +37,8 @@
 // LOWBIT_HAS_AVX2_KERNELS: 1 when this translation unit compiles the AVX2 kernels.
 // LOWBIT_TARGET_AVX2: the attribute every function that uses AVX2 intrinsics carries.
 // LOWBIT_AVX2_ASSUMED: 1 when no run-time check is made.
+// LOWBIT_HAS_AVX512_KERNELS, LOWBIT_TARGET_AVX512: the same for the AVX-512 kernels (F, BW, DQ,
+// VL, with AVX2, FMA and F16C), always behind a run-time check; GCC and clang only.
 #if !defined(LOWBIT_SCALAR_ONLY) && !LOWBIT_DEVICE_COMPILER && \
     (defined(__x86_64__) || defined(__i386__) || defined(_M_X64) || defined(_M_IX86))
 #if defined(__GNUC__) || defined(__clang__)
@@ -51,6 +57,12 @@
 #ifndef LOWBIT_HAS_AVX2_KERNELS
 #define LOWBIT_HAS_AVX2_KERNELS 0
 #endif
+#if LOWBIT_HAS_AVX2_KERNELS && !defined(LOWBIT_AVX2_ASSUMED) && (defined(__GNUC__) || defined(__clang__))
+#define LOWBIT_HAS_AVX512_KERNELS 1
+#define LOWBIT_TARGET_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512dq,avx512vl")))
+#else
+#define LOWBIT_HAS_AVX512_KERNELS 0
+#endif
 #if LOWBIT_HAS_AVX2_KERNELS && !LOWBIT_AVX2_ASSUMED
 #include <cpuid.h>  // the compiler's CPUID wrapper (GCC and clang)
 #endif
@@ -61,17 +73,18 @@
 namespace lowbit {
 
 // An instruction-set path of the bulk kernels. Ordered: a later one can run everything an
-// earlier one can. Reserved for later, in this order: avx512 (x86-64 AVX-512 F/BW/VL), and
-// neon (AArch64) as a separate branch of the same scheme.
+// earlier one can. Reserved for later: neon (AArch64) as a separate branch of the same scheme.
 enum class isa : std::uint8_t {
   scalar,  // portable C++, the reference
-  avx2     // x86-64 AVX2 + FMA + F16C (Intel Haswell, AMD Zen and later)
+  avx2,    // x86-64 AVX2 + FMA + F16C (Intel Haswell, AMD Zen and later)
+  avx512   // avx2 + AVX-512 F, BW, DQ, VL (Intel Skylake-SP, AMD Zen 4 and later)
 };
 
 constexpr const char* isa_name(isa i) noexcept {
   switch (i) {
     case isa::scalar: return "scalar";
     case isa::avx2: return "avx2";
+    case isa::avx512: return "avx512";
   }
   return "unknown";
 }
@@ -90,7 +103,11 @@ inline isa query_cpu_isa() noexcept {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & (1u << 29)) != 0;
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
-  return avx2 ? isa::avx2 : isa::scalar;
+  if (!avx2) return isa::scalar;
+  // The same checks of the ZMM and opmask state for the AVX-512 features.
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+  return avx512 && LOWBIT_HAS_AVX512_KERNELS ? isa::avx512 : isa::avx2;
 #endif
 #else
   return isa::scalar;
@@ -102,21 +119,40 @@ inline isa cpu_isa() noexcept {
   return best;
 }
 
-// LOWBIT_FORCE_SCALAR set to anything but "" or "0" starts the process on the scalar path.
-inline bool scalar_forced_by_environment() noexcept {
+// The ceiling the environment sets: LOWBIT_FORCE_ISA (a path name), or LOWBIT_FORCE_SCALAR set
+// to anything but "" or "0" (scalar). -1 when neither is set; a name not listed is ignored.
+inline const char* environment_value(const char* name) noexcept {
 #if defined(_MSC_VER)
 #pragma warning(push)
 #pragma warning(disable : 4996)  // getenv: we only read, once
 #endif
-  const char* v = std::getenv("LOWBIT_FORCE_SCALAR");
+  return std::getenv(name);
 #if defined(_MSC_VER)
 #pragma warning(pop)
 #endif
-  return v != nullptr && v[0] != '\0' && !(v[0] == '0' && v[1] == '\0');
+}
+
+inline bool same_text(const char* a, const char* b) noexcept {
+  while (*a != '\0' && *a == *b) ++a, ++b;
+  return *a == *b;
+}
+
+inline int isa_forced_by_environment() noexcept {
+  if (const char* v = environment_value("LOWBIT_FORCE_ISA")) {
+    for (const isa i : {isa::scalar, isa::avx2, isa::avx512})
+      if (same_text(v, isa_name(i))) return static_cast<int>(i);
+  }
+  const char* v = environment_value("LOWBIT_FORCE_SCALAR");
+  if (v != nullptr && v[0] != '\0' && !(v[0] == '0' && v[1] == '\0')) return static_cast<int>(isa::scalar);
+  return -1;
 }
 
 inline isa default_isa() noexcept {
-  static const isa d = scalar_forced_by_environment() ? isa::scalar : cpu_isa();
+  static const isa d = [] {
+    const int forced = isa_forced_by_environment();
+    const isa best = cpu_isa();
+    return forced >= 0 && forced < static_cast<int>(best) ? static_cast<isa>(forced) : best;
+  }();
   return d;
 }
 
@@ -126,7 +162,7 @@ inline std::atomic<int> isa_override{-1};
 }  // namespace detail
 
 // The best path this build and this CPU support (what active_isa() is without overrides and
-// without LOWBIT_FORCE_SCALAR).
+// without LOWBIT_FORCE_ISA / LOWBIT_FORCE_SCALAR).
 inline isa detected_isa() noexcept { return detail::cpu_isa(); }
 
 // Whether bulk operations can run on path i here.
@@ -139,8 +175,8 @@ inline isa active_isa() noexcept {
 }
 
 // Selects the path for the whole process and returns the previous one. A path this build or CPU
-// does not support selects the best supported one instead (so set_isa(isa::avx2) is "the fastest
-// available", never a crash). Calls in flight on other threads finish on the path they started.
+// does not support selects the best supported one instead (so set_isa(isa::avx512) is "the
+// fastest available", never a crash). Calls in flight on other threads finish on the path they started.
 inline isa set_isa(isa i) noexcept {
   const isa previous = active_isa();
   const isa chosen = is_supported(i) ? i : detail::cpu_isa();
@@ -148,7 +184,7 @@ inline isa set_isa(isa i) noexcept {
   return previous;
 }
 
-// Back to the default: the detected path, or scalar when LOWBIT_FORCE_SCALAR is set.
+// Back to the default: the detected path, or the one LOWBIT_FORCE_ISA / LOWBIT_FORCE_SCALAR set.
 inline void reset_isa() noexcept { detail::isa_override.store(-1, std::memory_order_relaxed); }
 
 // Selects a path until the end of the scope, then restores the previous selection (an override
@@ -167,25 +203,20 @@ class scoped_isa {
 };
 
 namespace detail {
-// Whether this CPU runs AVX-512F code (CPUID and the OS saving the ZMM state), queried once. Not
-// an isa of its own yet: linalg/ takes its AVX-512 kernels on the avx2 path when this is true
-// (docs/linalg.md); the isa enumeration and the tests that pin avx2 as the best path are unchanged.
-inline bool cpu_has_avx512f() noexcept {
-#if LOWBIT_HAS_AVX2_KERNELS && !LOWBIT_AVX2_ASSUMED
-  static const bool has = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") != 0;
-  }();
-  return has;
+// True when a bulk call should take the AVX2 kernels (or, on the avx512 path, the AVX-512 ones
+// where an operation has them): they are compiled in and selected.
+inline bool use_avx2() noexcept {
+#if LOWBIT_HAS_AVX2_KERNELS
+  return active_isa() >= isa::avx2;
 #else
   return false;
 #endif
 }
 
-// True when a bulk call should take the AVX2 kernels: they are compiled in and selected.
-inline bool use_avx2() noexcept {
-#if LOWBIT_HAS_AVX2_KERNELS
-  return active_isa() == isa::avx2;
+// True when a bulk call should take its AVX-512 kernel, where it has one.
+inline bool use_avx512() noexcept {
+#if LOWBIT_HAS_AVX512_KERNELS
+  return active_isa() >= isa::avx512;
 #else
   return false;
 #endif

@@ -49,16 +49,16 @@ namespace detail {
 inline std::atomic<bool> linalg_avx512_enabled{true};
 }  // namespace detail
 
-// On the avx2 path, the linear-algebra calls use an AVX-512F microkernel when the CPU has
-// AVX-512F (docs/linalg.md) unless this is set to false (process-wide, like set_isa; for tests
+// On the avx512 path, the linear-algebra calls use an AVX-512F microkernel (docs/linalg.md)
+// unless this is set to false (process-wide, like set_isa; for tests
 // and benchmarks that compare the kernels). Returns the previous setting.
 inline bool set_linalg_avx512(bool enabled) noexcept { return detail::linalg_avx512_enabled.exchange(enabled); }
 
 // The kernel the linear-algebra calls take now: "scalar", "avx2" or "avx512".
 inline const char* linalg_kernel_name() noexcept {
   if (!detail::use_avx2()) return "scalar";
-  return LOWBIT_HAS_AVX512_LINALG && detail::cpu_has_avx512f() && detail::linalg_avx512_enabled.load() ? "avx512"
-                                                                                                       : "avx2";
+  return LOWBIT_HAS_AVX512_LINALG && detail::use_avx512() && detail::linalg_avx512_enabled.load() ? "avx512"
+                                                                                                  : "avx2";
 }
 
 namespace detail {
@@ -69,7 +69,7 @@ status linalg_dispatch(F&& f) {
 #if LOWBIT_HAS_AVX2_KERNELS
   if (use_avx2()) {
 #if LOWBIT_HAS_AVX512_LINALG
-    if (cpu_has_avx512f() && linalg_avx512_enabled.load(std::memory_order_relaxed))
+    if (use_avx512() && linalg_avx512_enabled.load(std::memory_order_relaxed))
       return f(kernels::linalg::avx512_kernel{});
 #endif
     return f(kernels::linalg::avx2_kernel{});

@@ -1,6 +1,6 @@
 // lowbit: the AVX-512F microkernel of the linear-algebra calls: 6 x 64 single precision (the
-// contract is in scalar.hpp beside this file). Taken on the avx2 path when the CPU has AVX-512F
-// (core/cpu.hpp: detail::cpu_has_avx512f) unless set_linalg_avx512(false) says otherwise.
+// contract is in scalar.hpp beside this file). Taken on the avx512 path (core/cpu.hpp) unless
+// set_linalg_avx512(false) says otherwise.
 //
 // 6 rows x 4 zmm = 24 accumulators of the 32 registers; per depth step four loads of B and six
 // broadcasts of A for 24 FMAs (10 loads, the two load ports half busy while the two FMA ports are
@@ -18,14 +18,13 @@
 
 #include "../../core/cpu.hpp"
 
-#if LOWBIT_HAS_AVX2_KERNELS && (defined(__GNUC__) || defined(__clang__))
+#if LOWBIT_HAS_AVX512_KERNELS
 #define LOWBIT_HAS_AVX512_LINALG 1
 
 #include <immintrin.h>
 
 #include "avx2.hpp"
 
-#define LOWBIT_TARGET_AVX512 __attribute__((target("avx512f,avx2,fma")))
 
 namespace lowbit {
 namespace kernels {
