@@ -139,8 +139,8 @@ inline bool same_text(const char* a, const char* b) noexcept {
 
 inline int isa_forced_by_environment() noexcept {
   if (const char* v = environment_value("LOWBIT_FORCE_ISA")) {
-    for (const isa i : {isa::scalar, isa::avx2, isa::avx512})
-      if (same_text(v, isa_name(i))) return static_cast<int>(i);
+    for (int i = 0; i <= static_cast<int>(isa::avx512); ++i)
+      if (same_text(v, isa_name(static_cast<isa>(i)))) return i;
   }
   const char* v = environment_value("LOWBIT_FORCE_SCALAR");
   if (v != nullptr && v[0] != '\0' && !(v[0] == '0' && v[1] == '\0')) return static_cast<int>(isa::scalar);
