@@ -40,7 +40,8 @@ class fp_env : public lowbit_test::mxcsr_scope {
 const bool ftz_daz_states[] = {false, true};
 const rounding element_roundings[] = {rounding::nearest_even, rounding::nearest_away, rounding::nearest_toward_zero,
                                       rounding::toward_zero, rounding::toward_pos_inf};
-const lb::e8m0_rule scale_rules[] = {lb::e8m0_rule::floor, lb::e8m0_rule::ceil, lb::e8m0_rule::even};
+const lb::e8m0_rule scale_rules[] = {lb::e8m0_rule::floor, lb::e8m0_rule::ceil, lb::e8m0_rule::even,
+                                     lb::e8m0_rule::floor_log2f};
 
 // n elements of T stored `offset` elements past the start of their allocation, so the kernels
 // see pointers that are not vector aligned.
@@ -379,6 +380,30 @@ TYPED_TEST(MxKernel, ScaleOfEveryAmaxBinade) {
     o.scale_rule = rule;
     mx_compare<Fmt>(x, o, 0, 1, std::string(Fmt::name) + " amax sweep rule " + std::to_string(static_cast<int>(rule)));
   }
+}
+
+// floor_log2f decides on the top mantissas of each binade: float32's log2 of an amax within
+// about 90 ulps below 2^k (|k| >= 2) rounds up to k. Every binade, the top 160 mantissas.
+TYPED_TEST(MxKernel, Log2fScaleNearEveryPowerOfTwo) {
+  REQUIRE_AVX2();
+  using Fmt = TypeParam;
+  std::vector<float> x;
+  for (std::uint32_t field = 0; field < 255; ++field) {
+    for (std::uint32_t m = 0x7FFFFFu - 159u; m <= 0x7FFFFFu; ++m) {
+      std::vector<float> block(32, 0.0f);
+      block[(field + m) % 32] = float_from_bits(field << 23 | m);
+      x.insert(x.end(), block.begin(), block.end());
+    }
+  }
+  lb::mx_options o;
+  o.scale_rule = lb::e8m0_rule::floor_log2f;
+  mx_compare<Fmt>(x, o, 0, 1, std::string(Fmt::name) + " log2f scale near powers of two");
+  // The test sees the rule at work: some scales differ from the floor rule's.
+  const std::size_t blocks = x.size() / 32;
+  std::vector<std::uint8_t> e(lb::packed_bytes(x.size(), Fmt::element_bits)), floor_s(blocks), log2f_s(blocks);
+  ASSERT_TRUE(lb::mx_quantize<Fmt>(x.data(), x.size(), lb::mx_options{}, e.data(), floor_s.data()));
+  ASSERT_TRUE(lb::mx_quantize<Fmt>(x.data(), x.size(), o, e.data(), log2f_s.data()));
+  EXPECT_NE(floor_s, log2f_s);
 }
 
 // Elements against many scales: every float exponent against each element format's rounding

@@ -40,11 +40,8 @@ namespace block {
 // vectors of 8 elements (8, 16, 24, 32, 64, ...). The options are otherwise those the bulk calls
 // accept (no stochastic rounding).
 constexpr bool mx_avx2_supports(const mx_options& o) noexcept { return o.block_size % 8 == 0; }
-// Quantizing also leaves the float32-log2 scale rule (e8m0_rule::floor_log2f, a compatibility
-// rule) to the scalar loop; dequantizing does not read the rule.
-constexpr bool mx_avx2_supports_quantize(const mx_options& o) noexcept {
-  return mx_avx2_supports(o) && o.scale_rule != e8m0_rule::floor_log2f;
-}
+// Quantizing covers every scale rule, so the same set (dequantizing does not read the rule).
+constexpr bool mx_avx2_supports_quantize(const mx_options& o) noexcept { return mx_avx2_supports(o); }
 
 namespace detail {
 
@@ -98,6 +95,37 @@ inline const half_table<Entries>& mx_half_table() noexcept {
 
 // The float32 bits a 16-bit table entry stands for, and what the bfloat16 output stores.
 inline void store_half(float& dst, std::uint32_t h) noexcept { dst = lowbit::detail::bit_cast<float>(h << 16); }
+
+// e8m0_rule::floor_log2f per binade. For amax in [2^(k-1), 2^k), float32's log2 rounds up to k
+// exactly when amax's 23 mantissa bits are at least a threshold that depends on k alone
+// (mx_log2f_rounds_up is monotone in amax within a binade). Entry e + 22 holds it for
+// e = k + 126 = floor(log2 amax) + 127, from -22 (2^-149) to 254; 2^23 where it never rounds up.
+// Found once by bisection on the scalar rule itself, so both paths share one definition.
+inline constexpr int log2f_threshold_first = -22;
+inline constexpr int log2f_threshold_count = 254 - log2f_threshold_first + 1;
+
+inline const std::int32_t* log2f_mantissa_thresholds() noexcept {
+  struct table {
+    std::int32_t t[log2f_threshold_count];
+    table() noexcept {
+      for (int i = 0; i < log2f_threshold_count; ++i) {
+        const int k = i + log2f_threshold_first - 126;
+        const auto rounds_up = [k](std::int32_t mant) {
+          return ::lowbit::detail::mx_log2f_rounds_up(
+              static_cast<double>((1 << 23) + mant) * ::lowbit::detail::mx_pow2(k - 24), k);
+        };
+        std::int32_t lo = 0, hi = 1 << 23;  // the answer lies in [lo, hi]; hi: never
+        while (lo < hi) {
+          const std::int32_t mid = lo + (hi - lo) / 2;
+          if (rounds_up(mid)) hi = mid; else lo = mid + 1;
+        }
+        t[i] = lo;
+      }
+    }
+  };
+  static const table thresholds;
+  return thresholds.t;
+}
 inline void store_half(bfloat16& dst, std::uint32_t h) noexcept {
   dst = bfloat16::from_bits(static_cast<std::uint16_t>(h));
 }
@@ -486,6 +514,14 @@ LOWBIT_AVX2_INLINE __m256i e8m0_codes(__m256i amax, ::lowbit::e8m0_rule rule) {
     case ::lowbit::e8m0_rule::even:
       c = _mm256_sub_epi32(_mm256_sub_epi32(e, set1(Fmt::emax)), _mm256_cmpgt_epi32(mant, set1(even_carry - 1)));
       break;
+    case ::lowbit::e8m0_rule::floor_log2f: {
+      // One above the floor where the float32 log2 rounds up (log2f_mantissa_thresholds). An
+      // amax of 0 (e = -149) reads entry 0 through the clamp; its code clamps to 0 either way.
+      const __m256i index = _mm256_max_epi32(_mm256_sub_epi32(e, set1(log2f_threshold_first)), _mm256_setzero_si256());
+      const __m256i t = _mm256_i32gather_epi32(log2f_mantissa_thresholds(), index, 4);
+      c = _mm256_sub_epi32(_mm256_sub_epi32(e, set1(Fmt::emax)), _mm256_cmpgt_epi32(mant, _mm256_sub_epi32(t, set1(1))));
+      break;
+    }
     case ::lowbit::e8m0_rule::floor:
     default: c = _mm256_sub_epi32(e, set1(Fmt::emax)); break;
   }
