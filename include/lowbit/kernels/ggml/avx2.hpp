@@ -22,7 +22,6 @@ using namespace int_detail;  // the integer kernels' vector helpers
 
 // Batches of 8 blocks, one lane per block for the scale arithmetic.
 
-// Lane k: the largest |x| of block k (bits), for up to 8 blocks of 32 (the others 0).
 // The quantizers read each group of 8 blocks twice (amax, then the codes): from DRAM the out-of-
 // order window alone keeps too few lines in flight, so each group fetches the group after next
 // (1 KiB, 16 lines) while it is worked on. Measured on Q8_0 from DRAM: 69 -> 86 % of the trivial
@@ -32,6 +31,7 @@ LOWBIT_AVX2_INLINE void prefetch_group_after_next(const float* xb0, std::size_t 
   for (int line = 0; line < 16; ++line) _mm_prefetch(reinterpret_cast<const char*>(xb0 + 512 + 16 * line), _MM_HINT_T0);
 }
 
+// Lane k: the largest |x| of block k (bits), for up to 8 blocks of 32 (the others 0).
 LOWBIT_AVX2_INLINE __m256i block_absmax8(const float* x, std::size_t m) {
   __m256i v[8];
   for (std::size_t k = 0; k < 8; ++k) {
