@@ -17,6 +17,8 @@
 #include <benchmark/benchmark.h>
 #include <immintrin.h>
 
+#include <lowbit/core/cpu.hpp>
+
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -150,6 +152,8 @@ __attribute__((target("avx2,fma"))) inline void i8_to_f32(const std::int8_t* q, 
   for (; i < n; ++i) x[i] = static_cast<float>(q[i]) * scale;
 }
 
+LOWBIT_AVX512_WARNINGS_BEGIN  // GCC 12's AVX-512 headers (core/cpu.hpp)
+
 // The AVX-512 twins of the two trivial loops: the baselines every AVX-512 kernel is quoted against
 // (64 elements a step, vpmovsdb for the saturating narrowing).
 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma"))) inline void f32_to_i8_avx512(const float* x, std::int8_t* q,
@@ -180,6 +184,8 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma"))) inline void i8_to_
   }
   for (; i < n; ++i) x[i] = static_cast<float>(q[i]) * scale;
 }
+
+LOWBIT_AVX512_WARNINGS_END
 
 inline bool cpu_has_avx512() {
   __builtin_cpu_init();

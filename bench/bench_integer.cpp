@@ -1,6 +1,7 @@
 // lowbit benchmarks: the integer schemes (schemes/integer.hpp), the ggml blocks
-// (schemes/layouts.hpp) and the metrics reduction (metrics.hpp), each on the scalar path and the
-// AVX2 path side by side (lowbit::scoped_isa, or the int_kernels tables passed explicitly), on a
+// (schemes/layouts.hpp) and the metrics reduction (metrics.hpp), each on the scalar, AVX2 and
+// (where the CPU has it) AVX-512 paths side by side (lowbit::scoped_isa, or the int_kernels
+// tables passed explicitly; operations without an AVX-512 kernel run their AVX2 one there), on a
 // cache-resident input (16384 elements, 4 x 4096) and a DRAM-sized one (4096 x 4096),
 // single-threaded, next to the machine's ceilings (baselines.hpp).
 //
@@ -230,7 +231,8 @@ void mse_bench(benchmark::State& state, std::size_t n, isa which) {
 template <class Fn>
 void add(const std::string& name, Fn fn) {
   for (const std::size_t n : {lowbit_bench::cache_elements, lowbit_bench::dram_elements}) {
-    for (const isa which : {isa::scalar, isa::avx2}) {
+    for (const isa which : {isa::scalar, isa::avx2, isa::avx512}) {
+      if (!lowbit::is_supported(which)) continue;  // no row under another path's name
       const std::string full = "integer/" + name + "/" + lowbit::isa_name(which) + "/" + std::to_string(n);
       benchmark::RegisterBenchmark(full.c_str(), [fn, n, which](benchmark::State& s) { fn(s, n, which); });
     }

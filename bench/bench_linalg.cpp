@@ -7,6 +7,7 @@
 //   linalg/syrk/<isa>/<tokens>x<n>         C += X^T X on the upper triangle (tokens n^2 flops)
 //   linalg/cholesky/<isa>/<n>              A = U^T U (n^3 / 3 flops)
 //   linalg/cholesky_inverse/<isa>/<n>      A^-1 from U (the n^3 flops of U^-1 U^-T; the call does 4/3 n^3)
+//   linalg/triangular_inverse/<isa>/<n>    U^-1 in place (n^3 / 3 flops; GPTQ's inverse)
 //
 // The counter GFLOPS is the useful flop count above per second. Single-threaded unless the
 // name says threads:2 (linalg/std_thread_exec.hpp). Input: uniform values in [-1, 1); the SPD
@@ -209,6 +210,22 @@ void bench_cholesky_inverse(benchmark::State& state, kernel_path which, std::siz
   set_flops(state, static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n));
 }
 
+void bench_triangular_inverse(benchmark::State& state, kernel_path which, std::size_t n) {
+  std::vector<float> u = make_spd(n);
+  if (!lowbit::cholesky(n, {}, u.data(), n)) std::abort();
+  std::vector<float> work(n * n);
+  scoped_path path(which);
+  for (auto _ : state) {
+    state.PauseTiming();
+    std::memcpy(work.data(), u.data(), n * n * sizeof(float));
+    state.ResumeTiming();
+    const lowbit::status s = lowbit::triangular_inverse(n, {lowbit::triangle::upper}, work.data(), n);
+    if (!s) state.SkipWithError(s.message());
+    benchmark::ClobberMemory();
+  }
+  set_flops(state, static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / 3.0);
+}
+
 void register_all() {
   std::vector<kernel_path> paths{{isa::scalar, false, "scalar"}};
   if (lowbit::is_supported(isa::avx2)) {
@@ -248,6 +265,10 @@ void register_all() {
                                  std::size_t{4096})
         ->Unit(benchmark::kMillisecond)
         ->Iterations(2);
+    benchmark::RegisterBenchmark(("linalg/triangular_inverse/" + name + "/4096").c_str(), bench_triangular_inverse, p,
+                                 std::size_t{4096})
+        ->Unit(benchmark::kMillisecond)
+        ->Iterations(3);
   }
 }
 

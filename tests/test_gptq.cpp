@@ -332,6 +332,53 @@ TEST(Gptq, ThreadsGiveTheSameResult) {
   EXPECT_EQ(a.value.report.loss, b.value.report.loss);
 }
 
+// The AVX-512 path quantizes 16 rows at once (one lane per row, each with its own scale and zero);
+// it must give the bits of the row-by-row sweep of the AVX2 path (the multiplies of the two paths
+// give the same bits too: one FMA chain per element in the same order): every scheme, rounding,
+// group layout, act-order and static groups, block sizes, rows not a multiple of 16.
+TEST(Gptq, SixteenRowSweepMatchesRowByRow) {
+  if (!lowbit::is_supported(lowbit::isa::avx512) || !LOWBIT_HAS_AVX512_LINALG) GTEST_SKIP() << "no AVX-512";
+  const layer l = make_layer(37, 96, 43);
+  for (int scheme = 0; scheme < 3; ++scheme)
+    for (lowbit::rounding rm : {lowbit::rounding::nearest_even, lowbit::rounding::nearest_away,
+                                lowbit::rounding::toward_zero, lowbit::rounding::toward_pos_inf,
+                                lowbit::rounding::nearest_toward_zero})
+      for (std::size_t g : {std::size_t{0}, std::size_t{32}, std::size_t{40}})
+        for (int variant = 0; variant < 4; ++variant) {
+          int_params p;
+          p.bits = scheme == 1 ? 3 : 4;
+          p.scheme = static_cast<lowbit::int_scheme>(scheme);
+          p.element_rounding = rm;
+          if (scheme == 0 && variant == 1) p.range = lowbit::int_range::full;
+          if (scheme == 1 && variant == 2) p.scale_format = lowbit::scale_storage::fp16;
+          if (g != 0) {
+            p.granularity = lowbit::granularity::per_group;
+            p.group_size = g;
+            p.partial_groups = true;
+          }
+          gptq_options o;
+          o.act_order = variant % 2 == 1;
+          o.static_groups = variant == 3;
+          o.block_size = variant == 2 ? 24 : 64;
+          SCOPED_TRACE(testing::Message() << "scheme " << scheme << " rm " << int(rm) << " g " << g << " variant "
+                                          << variant);
+          const bool previous = lowbit::set_linalg_avx512(true);
+          auto a = lowbit::gptq_quantize(l.w.data(), l.h.data(), l.rows, l.cols, p, o);
+          (void)lowbit::set_linalg_avx512(false);
+          auto b = lowbit::gptq_quantize(l.w.data(), l.h.data(), l.rows, l.cols, p, o);
+          (void)lowbit::set_linalg_avx512(previous);
+          ASSERT_TRUE(a.ok() && b.ok());
+          EXPECT_TRUE(std::equal(a.value.codes.values().begin(), a.value.codes.values().end(),
+                                 b.value.codes.values().begin()));
+          EXPECT_TRUE(std::equal(a.value.scales.values().begin(), a.value.scales.values().end(),
+                                 b.value.scales.values().begin()));
+          EXPECT_TRUE(std::equal(a.value.zeros.values().begin(), a.value.zeros.values().end(),
+                                 b.value.zeros.values().begin()));
+          EXPECT_EQ(a.value.report.loss, b.value.report.loss);
+          EXPECT_EQ(a.value.report.output_error, b.value.report.output_error);
+        }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Non-positive-definite Hessians.
 

@@ -33,8 +33,9 @@ namespace presets = lowbit::int_presets;
 using bytes = std::vector<std::uint8_t>;
 using floats = std::vector<float>;
 
-constexpr lowbit::isa both_paths[] = {lowbit::isa::scalar, lowbit::isa::avx2};
-bool path_available(lowbit::isa i) { return i == lowbit::isa::scalar || lowbit_test::have_avx2(); }
+// Every path: scalar, avx2 and avx512 (path_available skips those this build or CPU lacks).
+constexpr lowbit::isa both_paths[] = {lowbit::isa::scalar, lowbit::isa::avx2, lowbit::isa::avx512};
+bool path_available(lowbit::isa i) { return lowbit::is_supported(i); }
 
 struct quantized {
   lowbit::status st;
@@ -352,16 +353,19 @@ TEST(Paths, ScalarAndAvx2AgreeOnOddShapes) {
             const lowbit::scoped_isa path(lowbit::isa::scalar);
             a = run(x, sh[0], sh[1], p);
           }
-          {
-            const lowbit::scoped_isa path(lowbit::isa::avx2);
-            b = run(x, sh[0], sh[1], p);
-          }
           ASSERT_TRUE(a.st.ok()) << a.st.message();
-          ASSERT_EQ(a.codes, b.codes) << sh[0] << "x" << sh[1] << " bits " << bits << " variant " << variant;
-          ASSERT_EQ(a.packed, b.packed);
-          ASSERT_EQ(a.scales, b.scales);
-          ASSERT_EQ(a.zeros, b.zeros);
-          ASSERT_EQ(a.y, b.y);
+          for (const lowbit::isa simd : lowbit_test::simd_paths()) {
+            {
+              const lowbit::scoped_isa path(simd);
+              b = run(x, sh[0], sh[1], p);
+            }
+            ASSERT_EQ(a.codes, b.codes) << sh[0] << "x" << sh[1] << " bits " << bits << " variant " << variant << " "
+                                        << lowbit::isa_name(simd);
+            ASSERT_EQ(a.packed, b.packed);
+            ASSERT_EQ(a.scales, b.scales);
+            ASSERT_EQ(a.zeros, b.zeros);
+            ASSERT_EQ(a.y, b.y);
+          }
           if (p.zero_group_scale != 0.0f) {
             for (float s : a.scales) ASSERT_NE(s, 0.0f);
           }

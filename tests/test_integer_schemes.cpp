@@ -700,16 +700,24 @@ TEST(Paths, ScalarAndSimdGiveTheSameBytes) {
     EXPECT_EQ(a, b);
     EXPECT_EQ(sa, sb);
     EXPECT_EQ(za, zb);
+    for (const lowbit::isa simd : lowbit_test::simd_paths()) {  // each SIMD path by name too
+      const lowbit::scoped_isa path(simd);
+      ASSERT_TRUE(lowbit::quantize_int(x.data(), 4, 64, p, b.data(), sb.data(), zb.data()).ok());
+      EXPECT_EQ(a, b) << lowbit::isa_name(simd);
+      EXPECT_EQ(sa, sb) << lowbit::isa_name(simd);
+      EXPECT_EQ(za, zb) << lowbit::isa_name(simd);
+    }
   }
 }
 
 // ---------------------------------------------------------------------------------------------
 // Regression tests of issue 9 (one public API; no bad input that gets past it). Each runs on the
-// scalar path and on the active (AVX2 where available) path.
+// scalar path and on every SIMD path the CPU has (AVX2, AVX-512).
 
-constexpr lowbit::isa both_paths[] = {lowbit::isa::scalar, lowbit::isa::avx2};
+// Every path: scalar, avx2 and avx512 (path_available skips those this build or CPU lacks).
+constexpr lowbit::isa both_paths[] = {lowbit::isa::scalar, lowbit::isa::avx2, lowbit::isa::avx512};
 
-bool path_available(lowbit::isa i) { return i == lowbit::isa::scalar || lowbit_test::have_avx2(); }
+bool path_available(lowbit::isa i) { return lowbit::is_supported(i); }
 
 // Quantizes one group of x under p on path i; the dequantized values when it succeeds.
 lowbit::status quantize_on(lowbit::isa i, const std::vector<float>& x, const int_params& p, std::vector<float>* y) {
@@ -772,9 +780,9 @@ TEST(IntegerIssue9, GroupReachingFltMaxIsScaleOverflowNotInf) {
   std::vector<float> a, b;
   const int_params p = params(4, int_scheme::symmetric, int_range::full);
   ASSERT_TRUE(quantize_on(lowbit::isa::scalar, small, p, &a).ok());
-  if (lowbit_test::have_avx2()) {
-    ASSERT_TRUE(quantize_on(lowbit::isa::avx2, small, p, &b).ok());
-    EXPECT_EQ(a, b);
+  for (const lowbit::isa simd : lowbit_test::simd_paths()) {
+    ASSERT_TRUE(quantize_on(simd, small, p, &b).ok());
+    EXPECT_EQ(a, b) << lowbit::isa_name(simd);
   }
 }
 

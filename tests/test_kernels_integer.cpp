@@ -48,6 +48,25 @@ using lowbit::scale_storage;
 enum class fpenv { clear, ftz_daz, round_down };
 constexpr fpenv all_envs[] = {fpenv::clear, fpenv::ftz_daz, fpenv::round_down};
 
+// Every SIMD path this build and CPU have (avx2, avx512) in every MXCSR state.
+struct path_env {
+  lowbit::isa path;
+  fpenv e;
+};
+std::vector<path_env> simd_envs() {
+  std::vector<path_env> v;
+  for (const lowbit::isa i : lowbit_test::simd_paths())
+    for (const fpenv e : all_envs) v.push_back({i, e});
+  return v;
+}
+
+// The scalar path, then the SIMD ones.
+std::vector<lowbit::isa> paths_with_scalar() {
+  std::vector<lowbit::isa> v{lowbit::isa::scalar};
+  for (const lowbit::isa i : lowbit_test::simd_paths()) v.push_back(i);
+  return v;
+}
+
 const char* env_name(fpenv e) {
   switch (e) {
     case fpenv::clear: return "default MXCSR";
@@ -554,13 +573,13 @@ void check_quantize(data_kind kind, bool with_search, unsigned seed) {
         ASSERT_EQ(want.packed, repacked) << describe(p, s, kind);
         ASSERT_EQ(want.packed_scales, want.scales);
       }
-      for (fpenv e : all_envs) {
-        const quantized got = run_on(isa::avx2, e, [&] { return quantize_both_ways(x.data(), s, p, rb.data()); });
-        ASSERT_TRUE(got == want) << describe(p, s, kind) << " " << env_name(e) << " status " << static_cast<int>(got.st)
+      for (const auto& [path, e] : simd_envs()) {
+        const quantized got = run_on(path, e, [&] { return quantize_both_ways(x.data(), s, p, rb.data()); });
+        ASSERT_TRUE(got == want) << describe(p, s, kind) << " " << env_name(e) << " " << lowbit::isa_name(path) << " status " << static_cast<int>(got.st)
                                  << " vs " << static_cast<int>(want.st);
         if (e != fpenv::round_down && !ftz_sensitive(kind)) {  // both paths in the same MXCSR state
           const quantized same = run_on(isa::scalar, e, [&] { return quantize_both_ways(x.data(), s, p, rb.data()); });
-          ASSERT_TRUE(same == got) << describe(p, s, kind) << " scalar under " << env_name(e);
+          ASSERT_TRUE(same == got) << describe(p, s, kind) << " scalar under " << env_name(e) << " " << lowbit::isa_name(path);
         }
       }
       ++checked;
@@ -621,10 +640,10 @@ TEST(KernelsIntegerBulk, SpecialGroupsInTheMiddle) {
               for (std::size_t i = 64; i < 96; ++i) x[i] = sp * (i % 2 ? 1.0f : 0.5f);
             }
             const quantized want = run_on(isa::scalar, fpenv::clear, [&] { return quantize_both_ways(x.data(), {4, 128}, p, nullptr); });
-            for (fpenv e : all_envs) {
-              const quantized got = run_on(isa::avx2, e, [&] { return quantize_both_ways(x.data(), {4, 128}, p, nullptr); });
+            for (const auto& [path, e] : simd_envs()) {
+              const quantized got = run_on(path, e, [&] { return quantize_both_ways(x.data(), {4, 128}, p, nullptr); });
               ASSERT_TRUE(got == want) << "bits=" << bits << " range=" << range << " fmt=" << static_cast<int>(fmt)
-                                       << " special=" << sp << " how=" << how << " " << env_name(e);
+                                       << " special=" << sp << " how=" << how << " " << env_name(e) << " " << lowbit::isa_name(path);
               if (got.st != errc::ok) {  // groups before the failing one are written identically
                 ASSERT_EQ(std::vector<std::uint8_t>(got.codes.begin(), got.codes.begin() + 64),
                           std::vector<std::uint8_t>(want.codes.begin(), want.codes.begin() + 64));
@@ -659,13 +678,13 @@ TEST(KernelsIntegerBulk, QuantizeFixedScales) {
       const errc sw = run_on(isa::scalar, fpenv::clear, [&] {
         return lowbit::quantize_int_fixed(x.data(), scales.data(), zeros.data(), s.rows, s.cols, p, want.data(), rb.data()).code();
       });
-      for (fpenv e : all_envs) {
-        const errc sg = run_on(isa::avx2, e, [&] {
+      for (const auto& [path, e] : simd_envs()) {
+        const errc sg = run_on(path, e, [&] {
           return lowbit::quantize_int_fixed(x.data(), scales.data(), zeros.data(), s.rows, s.cols, p, got.data(), rb.data()).code();
         });
         ASSERT_EQ(sg, sw) << describe(p, s, data_kind::wide);
         if (sw == errc::ok) {
-          ASSERT_EQ(got, want) << describe(p, s, data_kind::wide) << " " << env_name(e);
+          ASSERT_EQ(got, want) << describe(p, s, data_kind::wide) << " " << env_name(e) << " " << lowbit::isa_name(path);
         }
       }
     }
@@ -732,11 +751,11 @@ TEST(KernelsIntegerBulk, DequantizeMatchesTheReference) {
         const dequantized want = run_on(isa::scalar, fpenv::clear, [&] {
           return dequantize_both_ways(codes.data(), packed.data(), s, p, scales.data(), zeros.data());
         });
-        for (fpenv e : all_envs) {
-          const dequantized got = run_on(isa::avx2, e, [&] {
+        for (const auto& [path, e] : simd_envs()) {
+          const dequantized got = run_on(path, e, [&] {
             return dequantize_both_ways(codes.data(), packed.data(), s, p, scales.data(), zeros.data());
           });
-          ASSERT_TRUE(got == want) << describe(p, s, data_kind::normal) << " variant=" << variant << " " << env_name(e)
+          ASSERT_TRUE(got == want) << describe(p, s, data_kind::normal) << " variant=" << variant << " " << env_name(e) << " " << lowbit::isa_name(path)
                                    << " status " << static_cast<int>(got.st) << "/" << static_cast<int>(want.st);
           if (e == fpenv::ftz_daz && variant != 1) {
             const dequantized same = run_on(isa::scalar, e, [&] {
@@ -766,13 +785,13 @@ TEST(KernelsIntegerBulk, QuantizedMatrixRoundTrip) {
       fill(x, 6, 256, p.group_size, k, 8, 7.5f);
       auto make = [&] { return lowbit::quantized_matrix::quantize(x.data(), 6, 256, p); };
       const auto want = run_on(isa::scalar, fpenv::clear, make);
-      for (fpenv e : all_envs) {
-        const auto got = run_on(isa::avx2, e, make);
+      for (const auto& [path, e] : simd_envs()) {
+        const auto got = run_on(path, e, make);
         ASSERT_EQ(got.status.code(), want.status.code()) << kind_name(k);
         if (!want.ok()) continue;
         ASSERT_EQ(bytes_of(got.value.packed_codes().data(), got.value.packed_codes().size()),
                   bytes_of(want.value.packed_codes().data(), want.value.packed_codes().size()))
-            << kind_name(k) << " " << env_name(e);
+            << kind_name(k) << " " << env_name(e) << " " << lowbit::isa_name(path);
         ASSERT_EQ(bytes_of(got.value.scales().data(), got.value.scales().size()),
                   bytes_of(want.value.scales().data(), want.value.scales().size()));
         ASSERT_EQ(bytes_of(got.value.zeros().data(), got.value.zeros().size()),
@@ -781,10 +800,10 @@ TEST(KernelsIntegerBulk, QuantizedMatrixRoundTrip) {
         std::vector<lowbit::bfloat16> bw(x.size()), bg(x.size());
         run_on(isa::scalar, fpenv::clear, [&] { return want.value.dequantize(yw).code(); });
         run_on(isa::scalar, fpenv::clear, [&] { return want.value.dequantize(bw).code(); });
-        ASSERT_TRUE(run_on(isa::avx2, e, [&] { return got.value.dequantize(yg); }).ok());
-        ASSERT_TRUE(run_on(isa::avx2, e, [&] { return got.value.dequantize(bg); }).ok());
-        ASSERT_EQ(bytes_of(yg.data(), yg.size()), bytes_of(yw.data(), yw.size())) << kind_name(k) << " " << env_name(e);
-        ASSERT_EQ(bytes_of(bg.data(), bg.size()), bytes_of(bw.data(), bw.size())) << kind_name(k) << " " << env_name(e);
+        ASSERT_TRUE(run_on(path, e, [&] { return got.value.dequantize(yg); }).ok());
+        ASSERT_TRUE(run_on(path, e, [&] { return got.value.dequantize(bg); }).ok());
+        ASSERT_EQ(bytes_of(yg.data(), yg.size()), bytes_of(yw.data(), yw.size())) << kind_name(k) << " " << env_name(e) << " " << lowbit::isa_name(path);
+        ASSERT_EQ(bytes_of(bg.data(), bg.size()), bytes_of(bw.data(), bw.size())) << kind_name(k) << " " << env_name(e) << " " << lowbit::isa_name(path);
       }
     }
   }
@@ -804,11 +823,11 @@ TEST(KernelsIntegerBulk, BfloatResultsSaturateLikeTheCodec) {
   ASSERT_TRUE(run_on(isa::scalar, fpenv::clear, [&] {
                 return lowbit::dequantize_int_packed(packed.data(), scales, nullptr, 1, 64, p, want.data());
               }).ok());
-  for (fpenv e : all_envs) {
-    ASSERT_TRUE(run_on(isa::avx2, e, [&] {
+  for (const auto& [path, e] : simd_envs()) {
+    ASSERT_TRUE(run_on(path, e, [&] {
                   return lowbit::dequantize_int_packed(packed.data(), scales, nullptr, 1, 64, p, got.data());
                 }).ok());
-    ASSERT_EQ(bytes_of(got.data(), 64), bytes_of(want.data(), 64)) << env_name(e);
+    ASSERT_EQ(bytes_of(got.data(), 64), bytes_of(want.data(), 64)) << env_name(e) << " " << lowbit::isa_name(path);
   }
 }
 
@@ -827,8 +846,10 @@ TEST(KernelsIntegerBulk, ScalarReferenceUnderFtzDaz) {
         fill(x, s.rows, s.cols, g.value.group_length, k, 42);
         const quantized clear = run_on(isa::scalar, fpenv::clear, [&] { return quantize_both_ways(x.data(), s, p, nullptr); });
         const quantized ftz = run_on(isa::scalar, fpenv::ftz_daz, [&] { return quantize_both_ways(x.data(), s, p, nullptr); });
-        const quantized simd = run_on(isa::avx2, fpenv::ftz_daz, [&] { return quantize_both_ways(x.data(), s, p, nullptr); });
-        EXPECT_TRUE(simd == clear) << describe(p, s, k);
+        for (const isa path : lowbit_test::simd_paths()) {
+          const quantized simd = run_on(path, fpenv::ftz_daz, [&] { return quantize_both_ways(x.data(), s, p, nullptr); });
+          EXPECT_TRUE(simd == clear) << describe(p, s, k) << " " << lowbit::isa_name(path);
+        }
         differ += clear == ftz ? 0 : 1;
         ++total;
       }
@@ -1030,9 +1051,9 @@ void check_affine(const std::vector<float>& base, shape s, const int_params& p, 
   std::memcpy(x.data(), base.data(), base.size() * sizeof(float));
   const std::vector<std::uint32_t> rb = random_bits(base.size(), seed);
   const affine_out want = run_on(isa::scalar, fpenv::clear, [&] { return quantize_affine_both(x.data(), s, p, rb.data()); });
-  for (fpenv e : all_envs) {
-    const affine_out got = run_on(isa::avx2, e, [&] { return quantize_affine_both(x.data(), s, p, rb.data()); });
-    ASSERT_TRUE(got == want) << describe_affine(p, s, what) << " " << env_name(e) << " status "
+  for (const auto& [path, e] : simd_envs()) {
+    const affine_out got = run_on(path, e, [&] { return quantize_affine_both(x.data(), s, p, rb.data()); });
+    ASSERT_TRUE(got == want) << describe_affine(p, s, what) << " " << env_name(e) << " " << lowbit::isa_name(path) << " status "
                              << static_cast<int>(got.st) << "/" << static_cast<int>(got.packed_st) << " vs "
                              << static_cast<int>(want.st) << "/" << static_cast<int>(want.packed_st)
                              << (got.codes != want.codes ? " codes" : "") << (got.packed != want.packed ? " packed" : "")
@@ -1141,7 +1162,7 @@ TEST(KernelsIntegerAffine, ScalesAreRoundedOnceFromDouble) {
                             fmt == scale_storage::fp16 ? agroup::double_round_f16 : agroup::double_round_bf16,
                             lowbit::max_code(bits), gen);
         const float want_scale = 1.0f + std::ldexp(1.0f, -p_bits);  // rounded up, away from the tie
-        for (isa i : {isa::scalar, isa::avx2}) {
+        for (isa i : paths_with_scalar()) {
           for (fpenv e : all_envs) {
             std::vector<std::uint8_t> codes(64);
             std::vector<float> scales(2), zeros(2);
@@ -1278,9 +1299,9 @@ TEST(KernelsIntegerGgml, QuantizeAndDequantizeMatchTheReference) {
     };
     const auto w4 = run_on(isa::scalar, fpenv::clear, q4);
     const auto w8 = run_on(isa::scalar, fpenv::clear, q8);
-    for (fpenv e : all_envs) {
-      ASSERT_EQ(run_on(isa::avx2, e, q4), w4) << "Q4_0 variant " << variant << " " << env_name(e);
-      ASSERT_EQ(run_on(isa::avx2, e, q8), w8) << "Q8_0 variant " << variant << " " << env_name(e);
+    for (const auto& [path, e] : simd_envs()) {
+      ASSERT_EQ(run_on(path, e, q4), w4) << "Q4_0 variant " << variant << " " << env_name(e) << " " << lowbit::isa_name(path);
+      ASSERT_EQ(run_on(path, e, q8), w8) << "Q8_0 variant " << variant << " " << env_name(e) << " " << lowbit::isa_name(path);
     }
     // Dequantize arbitrary blocks: every fp16 scale pattern class, NaN and Inf included.
     std::vector<lowbit::ggml_block_q4_0> b4(blocks);
@@ -1295,14 +1316,14 @@ TEST(KernelsIntegerGgml, QuantizeAndDequantizeMatchTheReference) {
     }
     offset_buffer<float> yw(n, 1), yg(n, 2);
     run_on(isa::scalar, fpenv::clear, [&] { return lowbit::ggml_dequantize_q4_0(b4.data(), 1, n, yw.data()).code(); });
-    for (fpenv e : all_envs) {
-      ASSERT_TRUE(run_on(isa::avx2, e, [&] { return lowbit::ggml_dequantize_q4_0(b4.data(), 1, n, yg.data()); }).ok());
-      ASSERT_EQ(bytes_of(yg.data(), n), bytes_of(yw.data(), n)) << "Q4_0 dequantize " << variant << " " << env_name(e);
+    for (const auto& [path, e] : simd_envs()) {
+      ASSERT_TRUE(run_on(path, e, [&] { return lowbit::ggml_dequantize_q4_0(b4.data(), 1, n, yg.data()); }).ok());
+      ASSERT_EQ(bytes_of(yg.data(), n), bytes_of(yw.data(), n)) << "Q4_0 dequantize " << variant << " " << env_name(e) << " " << lowbit::isa_name(path);
     }
     run_on(isa::scalar, fpenv::clear, [&] { return lowbit::ggml_dequantize_q8_0(b8.data(), 1, n, yw.data()).code(); });
-    for (fpenv e : all_envs) {
-      ASSERT_TRUE(run_on(isa::avx2, e, [&] { return lowbit::ggml_dequantize_q8_0(b8.data(), 1, n, yg.data()); }).ok());
-      ASSERT_EQ(bytes_of(yg.data(), n), bytes_of(yw.data(), n)) << "Q8_0 dequantize " << variant << " " << env_name(e);
+    for (const auto& [path, e] : simd_envs()) {
+      ASSERT_TRUE(run_on(path, e, [&] { return lowbit::ggml_dequantize_q8_0(b8.data(), 1, n, yg.data()); }).ok());
+      ASSERT_EQ(bytes_of(yg.data(), n), bytes_of(yw.data(), n)) << "Q8_0 dequantize " << variant << " " << env_name(e) << " " << lowbit::isa_name(path);
     }
   }
 }
@@ -1328,10 +1349,88 @@ TEST(KernelsIntegerGgml, SameStateOnNormalBlocks) {
   EXPECT_EQ(block_bytes(a8), block_bytes(c8));
 }
 
+// Random shapes for the vector widths: group lengths around multiples of 16 and 32 (the AVX-512
+// and AVX2 grid chunks, masked tails of 1..31), rows up to 4096 and more, every scheme, scale
+// format and rounding mode, misaligned inputs; quantization and dequantization on every SIMD
+// path against the scalar reference.
+TEST(KernelsIntegerBulk, RandomShapesOnEverySimdPath) {
+  REQUIRE_AVX2();
+  std::mt19937 gen(2024);
+  const std::size_t lengths[] = {16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 256, 17, 31, 33, 47, 63, 65, 2, 6, 1};
+  const scale_storage fmts[] = {scale_storage::fp32, scale_storage::fp16, scale_storage::bf16};
+  const rounding modes[] = {rounding::nearest_even, rounding::nearest_away, rounding::nearest_toward_zero,
+                            rounding::nearest_even, rounding::toward_zero, rounding::stochastic};
+  int checked = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const std::size_t len = lengths[gen() % std::size(lengths)];
+    const std::size_t rows = 1 + gen() % 6;
+    int_params p;
+    p.bits = trial % 3 == 0 ? 8 : trial % 3 == 1 ? 4 : static_cast<int>(2 + gen() % 6);
+    std::size_t cols = len * (1 + gen() % 4);
+    switch (gen() % 4) {
+      case 0: p.granularity = granularity::per_group; p.group_size = len; break;
+      case 1: p.granularity = granularity::per_token; cols += (gen() % 2) * (4096 / len) * len; break;
+      case 2: p.granularity = granularity::per_channel; break;
+      default: p.granularity = granularity::per_tensor; break;
+    }
+    if (p.granularity == granularity::per_group && cols == len) cols *= 2;
+    switch (gen() % 5) {
+      case 0: p.range = int_range::restricted; break;
+      case 1: p.range = int_range::full; break;
+      case 2: p.scheme = int_scheme::affine; p.range_includes_zero = true; break;
+      case 3: p.scheme = int_scheme::affine; p.range_includes_zero = false; break;
+      default: p.scheme = int_scheme::affine_offset; break;
+    }
+    p.scale_format = fmts[gen() % 3];
+    p.element_rounding = modes[gen() % std::size(modes)];
+    const shape s{rows, cols};
+    const auto g = lowbit::int_groups(p, rows, cols);
+    ASSERT_TRUE(g.ok()) << describe(p, s, data_kind::normal);
+    const data_kind kind = all_kinds[gen() % std::size(all_kinds)];
+    std::vector<float> base;
+    const float divisor = p.scheme == int_scheme::symmetric && p.range == int_range::full
+                              ? static_cast<float>(1 << (p.bits - 1)) - 0.5f
+                              : static_cast<float>((1 << (p.bits - 1)) - 1);
+    fill(base, rows, cols, g.value.group_length, kind, static_cast<unsigned>(gen()), divisor);
+    offset_buffer<float> x(base.size(), gen() % 16);
+    std::memcpy(x.data(), base.data(), base.size() * sizeof(float));
+    const std::vector<std::uint32_t> rb = random_bits(base.size(), static_cast<unsigned>(trial));
+    const quantized want = run_on(isa::scalar, fpenv::clear, [&] { return quantize_both_ways(x.data(), s, p, rb.data()); });
+    // Dequantization of random codes with the reference's parameters (or made-up ones).
+    const std::size_t n = rows * cols;
+    std::vector<std::uint8_t> codes(n);
+    for (auto& c : codes) c = static_cast<std::uint8_t>(gen() & static_cast<unsigned>(lowbit::max_code(p.bits)));
+    std::vector<std::uint8_t> packed(lowbit::packed_bytes(n, p.bits));
+    ASSERT_TRUE(lowbit::pack_codes(codes.data(), n, p.bits, packed.data()).ok());
+    std::vector<float> scales(g.value.group_count, 0.5f), zeros(g.value.group_count, 1.0f);
+    if (want.st == errc::ok) {
+      std::memcpy(scales.data(), want.scales.data(), want.scales.size());
+      if (!want.zeros.empty()) std::memcpy(zeros.data(), want.zeros.data(), want.zeros.size());
+    }
+    const dequantized dwant = run_on(isa::scalar, fpenv::clear, [&] {
+      return dequantize_both_ways(codes.data(), packed.data(), s, p, scales.data(), zeros.data());
+    });
+    for (const isa path : lowbit_test::simd_paths()) {
+      for (const fpenv e : {fpenv::clear, fpenv::ftz_daz}) {
+        const quantized got = run_on(path, e, [&] { return quantize_both_ways(x.data(), s, p, rb.data()); });
+        ASSERT_TRUE(got == want) << describe(p, s, kind) << " " << env_name(e) << " " << lowbit::isa_name(path);
+        const dequantized dgot = run_on(path, e, [&] {
+          return dequantize_both_ways(codes.data(), packed.data(), s, p, scales.data(), zeros.data());
+        });
+        ASSERT_TRUE(dgot == dwant) << describe(p, s, kind) << " dequantize " << env_name(e) << " "
+                                   << lowbit::isa_name(path);
+      }
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, 400);
+}
+
 // Float outputs of 16 MiB or more are written with non-temporal stores when the destination is
-// 32-byte aligned (kernels/integer/avx2_table.hpp's streams_f32): the same values as the scalar path,
-// for the group dequantizers (bytes and nibbles, symmetric and affine) and the ggml blocks, with
-// the destination aligned (streamed) and misaligned by one float (not streamed).
+// 32-byte aligned (kernels/integer/avx2_table.hpp's streams_f32; 64-byte on the AVX-512 path): the
+// same values as the scalar path, for the group dequantizers (bytes and nibbles, symmetric and
+// affine) on every SIMD path and the ggml blocks, with the destination aligned to 64 and to 32
+// bytes (streamed) and misaligned by one float (not streamed).
 TEST(KernelsIntegerBulk, LargeOutputsStreamTheSameValues) {
   REQUIRE_AVX2();
   constexpr std::size_t rows = 1024, cols = 4096 + 32;  // 16.5 MiB of floats
@@ -1356,20 +1455,24 @@ TEST(KernelsIntegerBulk, LargeOutputsStreamTheSameValues) {
     ASSERT_TRUE(run_on(isa::scalar, fpenv::clear, [&] {
       return lowbit::dequantize_int(codes.data(), scales.data(), z, rows, cols, p, want.data());
     }).ok());
-    std::vector<float> buffer(n + 16);
+    // 64-byte aligned (both paths stream), 32 (the AVX2 stores stream), and unaligned (none).
+    std::vector<float> buffer(n + 32);
     float* aligned = buffer.data();
-    while (reinterpret_cast<std::uintptr_t>(aligned) % 32 != 0) ++aligned;
-    for (float* y : {aligned, aligned + 1}) {
+    while (reinterpret_cast<std::uintptr_t>(aligned) % 64 != 0) ++aligned;
+    for (const isa path : lowbit_test::simd_paths())
+    for (float* y : {aligned, aligned + 8, aligned + 1}) {
       std::fill(buffer.begin(), buffer.end(), -1.0f);
-      ASSERT_TRUE(run_on(isa::avx2, fpenv::ftz_daz, [&] {
+      ASSERT_TRUE(run_on(path, fpenv::ftz_daz, [&] {
         return lowbit::dequantize_int(codes.data(), scales.data(), z, rows, cols, p, y);
       }).ok());
-      ASSERT_EQ(std::memcmp(y, want.data(), n * sizeof(float)), 0) << "bytes, offset " << (y - aligned);
+      ASSERT_EQ(std::memcmp(y, want.data(), n * sizeof(float)), 0)
+          << "bytes, offset " << (y - aligned) << " " << lowbit::isa_name(path);
       std::fill(buffer.begin(), buffer.end(), -1.0f);
-      ASSERT_TRUE(run_on(isa::avx2, fpenv::clear, [&] {
+      ASSERT_TRUE(run_on(path, fpenv::clear, [&] {
         return lowbit::dequantize_int_packed(packed.data(), scales.data(), z, rows, cols, p, y);
       }).ok());
-      ASSERT_EQ(std::memcmp(y, want.data(), n * sizeof(float)), 0) << "nibbles, offset " << (y - aligned);
+      ASSERT_EQ(std::memcmp(y, want.data(), n * sizeof(float)), 0)
+          << "nibbles, offset " << (y - aligned) << " " << lowbit::isa_name(path);
       EXPECT_EQ(y[n], -1.0f);
     }
   }

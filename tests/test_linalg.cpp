@@ -680,6 +680,87 @@ TEST(TriangularSolve, ChecksAndDeterminism) {
     }
 }
 
+// T^-1 in place against a float64 inverse by substitution: the residual T X - I, relative to the
+// size of T and X, near float32 rounding, the other triangle untouched, the same bits on a rerun
+// and with two threads.
+TEST(TriangularInverse, AgainstFloat64BothTriangles) {
+  const std::size_t sizes[] = {1, 7, 64, 65, 127, 129, 300, 1000};
+  lowbit::std_thread_exec pool(2);
+  for (kernel_path path : paths()) {
+    const scoped_path scope(path);
+    for (std::size_t n : sizes)
+      for (triangle uplo : {triangle::upper, triangle::lower}) {
+        if (n == 1000 && path.name != paths().back().name) continue;  // the widest path only (float64 n^3)
+        SCOPED_TRACE(testing::Message() << path.name << " n " << n << " uplo " << int(uplo));
+        const std::size_t ld = n + 3;
+        std::vector<float> t = uniform(n * ld, 91, -0.5f, 0.5f);
+        const bool upper = uplo == triangle::upper;
+        // off-diagonal entries of size 1 / n: a well-conditioned T whose inverse stays of size 1
+        for (float& v : t) v *= 2.0f / static_cast<float>(n);
+        for (std::size_t i = 0; i < n; ++i) t[i * ld + i] = (i % 2 == 0 ? 1.0f : -1.0f) * (1.0f + std::fabs(t[i * ld + i]));
+        const auto in = [&](std::size_t i, std::size_t j) { return upper ? j >= i : j <= i; };
+        const auto tf = [&](std::size_t i, std::size_t j) { return in(i, j) ? static_cast<double>(t[i * ld + j]) : 0.0; };
+        std::vector<float> x = t;
+        ASSERT_TRUE(lowbit::triangular_inverse(n, {uplo}, x.data(), ld).ok());
+        std::vector<float> x2 = t;
+        ASSERT_TRUE(lowbit::triangular_inverse(n, {uplo}, x2.data(), ld, pool.exec()).ok());
+        EXPECT_TRUE(same_bits(x, x2));
+        // float64 inverse, column by column by substitution
+        std::vector<double> inv(n * n, 0.0);
+        for (std::size_t c = 0; c < n; ++c)
+          for (std::size_t k = 0; k < n; ++k) {
+            const std::size_t i = upper ? n - 1 - k : k;
+            double acc = i == c ? 1.0 : 0.0;
+            if (upper) {
+              for (std::size_t q = i + 1; q < n; ++q) acc -= tf(i, q) * inv[q * n + c];
+            } else {
+              for (std::size_t q = 0; q < i; ++q) acc -= tf(i, q) * inv[q * n + c];
+            }
+            inv[i * n + c] = acc / tf(i, i);
+          }
+        double worst = 0.0;
+        const std::size_t step = n > 300 ? 37 : 1;  // rows sampled at n = 1000
+        for (std::size_t i = 0; i < n; ++i)
+          for (std::size_t j = 0; j < n; ++j) {
+            if (i % step != 0 && in(i, j)) continue;
+            if (!in(i, j)) {
+              ASSERT_EQ(x[i * ld + j], t[i * ld + j]);  // the other triangle: untouched
+              continue;
+            }
+            double scale = 0.0, r = i == j ? -1.0 : 0.0;  // (T X - I)(i, j) over sum |T(i, q)| |X(q, j)|
+            for (std::size_t q = 0; q < n; ++q)
+              if (in(i, q) && in(q, j)) {
+                scale += std::fabs(tf(i, q)) * std::fabs(inv[q * n + j]);
+                r += tf(i, q) * static_cast<double>(x[q * ld + j]);
+              }
+            worst = std::max(worst, std::fabs(r) / scale);
+            EXPECT_NEAR(x[i * ld + j], inv[i * n + j], 1e-4);
+          }
+        EXPECT_LT(worst, 4.0 * static_cast<double>(n + 8) * u32);
+      }
+  }
+}
+
+TEST(TriangularInverse, Checks) {
+  std::vector<float> t{2.0f, 1.0f, 7.0f, 4.0f};  // 2 x 2
+  const std::vector<float> keep = t;
+  EXPECT_EQ(lowbit::triangular_inverse(2, {triangle::both}, t.data(), 2).code(), errc::bad_argument);
+  EXPECT_EQ(lowbit::triangular_inverse(2, {triangle::upper}, t.data(), 1).code(), errc::bad_argument);
+  EXPECT_TRUE(lowbit::triangular_inverse(0, {triangle::upper}, nullptr, 2).ok());
+  EXPECT_EQ(lowbit::triangular_inverse(2, {triangle::upper}, nullptr, 2).code(), errc::bad_argument);
+  t[3] = 0.0f;
+  EXPECT_EQ(lowbit::triangular_inverse(2, {triangle::upper}, t.data(), 2).code(), errc::bad_argument);
+  t[3] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(lowbit::triangular_inverse(2, {triangle::lower}, t.data(), 2).code(), errc::non_finite_input);
+  t[3] = 4.0f;
+  EXPECT_TRUE(same_bits(t, keep));
+  ASSERT_TRUE(lowbit::triangular_inverse(2, {triangle::upper}, t.data(), 2).ok());
+  EXPECT_EQ(t[0], 0.5f);
+  EXPECT_EQ(t[3], 0.25f);
+  EXPECT_EQ(t[1], -0.125f);  // -(1/2) * 1 * (1/4)
+  EXPECT_EQ(t[2], 7.0f);     // lower triangle untouched
+}
+
 TEST(Linalg, CallerFloatingPointEnvironmentDoesNotMatter) {
   const std::size_t n = 70;
   const std::vector<float> a = spd(n, 0, 0.01, 91);

@@ -9,7 +9,8 @@
 //    (canaries intact; overflowing shapes get pointers that are never valid);
 //  - null, misaligned and overlapping buffers are errors and nothing is written;
 //  - the SIMD path gives the scalar reference's status and bytes (codes, packed codes, scales,
-//    zeros, dequantized values), and nothing is written past what the shape needs;
+//    zeros, dequantized values), and nothing is written past what the shape needs; on an AVX-512
+//    CPU both SIMD paths (AVX-512, the best, and AVX2) do;
 //  - symmetric schemes never write zeros; a valid call fails only on its data
 //    (non_finite_input, scale_overflow);
 //  - the packed and unpacked codes dequantize to the same values;
@@ -169,6 +170,15 @@ void check(input& in) {
                     lowbit_fuzz::first_difference(ref.scales, simd.scales), groups);
   LOWBIT_FUZZ_CHECK(lowbit_fuzz::same_bytes(ref.zeros, simd.zeros), "zeros: SIMD differs at %zu of %zu",
                     lowbit_fuzz::first_difference(ref.zeros, simd.zeros), groups);
+  if (lowbit::is_supported(lowbit::isa::avx512)) {  // the best path was AVX-512: AVX2 must agree too
+    const outputs mid = [&] {
+      const lowbit::scoped_isa s{lowbit::isa::avx2};
+      return run(0);
+    }();
+    LOWBIT_FUZZ_CHECK(ref.st.code() == mid.st.code() && lowbit_fuzz::same_bytes(ref.codes, mid.codes) &&
+                          lowbit_fuzz::same_bytes(ref.scales, mid.scales) && lowbit_fuzz::same_bytes(ref.zeros, mid.zeros),
+                      "the AVX2 path differs from the scalar one (status %s)", mid.st.message());
+  }
   for (std::size_t i = 0; i < guard; ++i)
     LOWBIT_FUZZ_CHECK(ref.codes[code_bytes + i] == lowbit_fuzz::canary &&
                           lowbit_fuzz::float_bits(ref.scales[groups + i]) == 0xA5A5A5A5u &&
@@ -193,6 +203,14 @@ void check(input& in) {
   const auto ys = lowbit_fuzz::on_both_paths([&] { return dequant(ref.codes, packed); });
   LOWBIT_FUZZ_CHECK(lowbit_fuzz::same_bytes(ys.first, ys.second), "dequantize: SIMD differs at %zu",
                     lowbit_fuzz::first_difference(ys.first, ys.second));
+  if (lowbit::is_supported(lowbit::isa::avx512)) {
+    const std::vector<float> mid = [&] {
+      const lowbit::scoped_isa s{lowbit::isa::avx2};
+      return dequant(ref.codes, packed);
+    }();
+    LOWBIT_FUZZ_CHECK(lowbit_fuzz::same_bytes(ys.first, mid), "dequantize: AVX2 differs at %zu",
+                      lowbit_fuzz::first_difference(ys.first, mid));
+  }
   for (std::size_t i = n; i < n + guard; ++i)
     LOWBIT_FUZZ_CHECK(lowbit_fuzz::float_bits(ys.first[i]) == 0xA5A5A5A5u, "dequantize wrote past n");
 

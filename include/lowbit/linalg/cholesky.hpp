@@ -4,6 +4,7 @@
 //   cholesky:           A = U^T U (U upper) or A = L L^T (L lower), in place
 //   cholesky_inverse:   A^-1 from U or L, into a separate matrix
 //   triangular_solve:   op(T) X = B or X op(T) = B, in place in B
+//   triangular_inverse: T^-1 in place (upper or lower)
 //
 // Blocked: the O(n^3) work runs through the multiply of linalg/gemm.hpp, so the run-time ISA
 // choice, determinism and linalg_exec are the multiply's. A matrix that is not positive definite
@@ -31,6 +32,10 @@ namespace lowbit {
 
 struct cholesky_options {
   triangle uplo = triangle::upper;  // upper: A = U^T U; lower: A = L L^T (both is bad_argument)
+};
+
+struct triangular_inverse_options {
+  triangle uplo = triangle::upper;  // the triangle holding T (both is bad_argument)
 };
 
 struct cholesky_inverse_options {
@@ -137,6 +142,38 @@ inline status triangular_solve(const float* t, std::size_t ldt, std::size_t rows
   return detail::linalg_dispatch([&](auto kernel) {
     using K = decltype(kernel);
     return kernels::linalg::trsm<K>(tv, lower, tn, nrhs, bv, exec);
+  });
+}
+
+// T := T^-1 in place for the n x n triangular matrix in t (ldt): its o.uplo triangle (upper or
+// lower) is read and overwritten, the other one never read or written (in place, as cholesky). Recursive on halves
+// (kernels::linalg::trtri_upper): n^3 / 3 flops, nearly all of them in the multiply.
+// Errors, in order: bad_argument (uplo not upper or lower; ldt < n or a span that overflows);
+// n = 0: ok; bad_argument (null), misaligned; non_finite_input (NaN or Inf on the diagonal),
+// bad_argument (a zero on it: T is singular), before t is written; out_of_memory (before
+// anything is written, or possibly after partial work).
+inline status triangular_inverse(std::size_t n, const triangular_inverse_options& o, float* t, std::size_t ldt,
+                                 const linalg_exec& exec = {}) noexcept {
+  const triangle uplo = o.uplo;
+  if (uplo != triangle::upper && uplo != triangle::lower) return errc::bad_argument;
+  std::size_t span = 0;
+  if (!detail::matrix_span(n, n, ldt, &span)) return errc::bad_argument;
+  if (n == 0) return status{};
+  const status buffers = detail::check_buffers({}, {detail::buffer_of(t, span)});
+  if (!buffers) return buffers;
+  const status diagonal = detail::check_diagonal(t, ldt, n);
+  if (!diagonal) return diagonal;
+
+  const kernels::ieee_scope fp;
+  // L^-1 = ((L^T)^-1)^T: the lower triangle is the upper one of the transposed view.
+  const kernels::linalg::mview v =
+      uplo == triangle::upper ? kernels::linalg::mview{t, ldt, 1} : kernels::linalg::mview{t, 1, ldt};
+  constexpr std::size_t base = kernels::linalg::trtri_base;
+  kernels::linalg::scratch work = kernels::linalg::allocate(base * (base + n));
+  if (!work) return errc::out_of_memory;
+  return detail::linalg_dispatch([&](auto kernel) {
+    using K = decltype(kernel);
+    return kernels::linalg::trtri_upper<K>(v, n, work.get(), exec);
   });
 }
 

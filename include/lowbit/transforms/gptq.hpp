@@ -39,6 +39,7 @@
 #include <limits>
 #include <memory>
 #include <new>
+#include <type_traits>
 #include <utility>
 
 #include "../core/checks.hpp"
@@ -46,6 +47,7 @@
 #include "../core/span.hpp"
 #include "../core/status.hpp"
 #include "../kernels/fp_env.hpp"
+#include "../kernels/gptq/avx512.hpp"
 #include "../linalg/cholesky.hpp"
 #include "../linalg/exec.hpp"
 #include "../linalg/gemm.hpp"
@@ -250,16 +252,15 @@ inline result<gptq_output> gptq_run(const float* w, const float* h, const float*
       }
 
   std::unique_ptr<float[]> wk = allocate_buffer<float>(n);             // working W, permuted columns
-  std::unique_ptr<float[]> hw = allocate_buffer<float>(cols * cols);   // permuted damped H, then its factor
-  std::unique_ptr<float[]> vinv = allocate_buffer<float>(cols * cols); // H^-1, then V (upper)
+  std::unique_ptr<float[]> hw = allocate_buffer<float>(cols * cols);   // permuted damped H, its factor, then V
   std::unique_ptr<std::size_t[]> perm = allocate_buffer<std::size_t>(cols);
   std::unique_ptr<int_group_codec[]> codecs = allocate_buffer<int_group_codec>(rows * groups);
   const std::size_t bs = o.block_size < cols ? o.block_size : cols;
-  std::unique_ptr<float[]> err = allocate_buffer<float>(rows * bs > cols * 128 ? rows * bs : cols * 128);
+  std::unique_ptr<float[]> err = allocate_buffer<float>(rows * bs);  // a block's errors, [column][row]
   std::unique_ptr<double[]> row_loss = allocate_buffer<double>(rows);
   std::unique_ptr<std::uint8_t[]> row_status = allocate_buffer<std::uint8_t>(rows);
   std::unique_ptr<float[]> qv = o.report_error ? allocate_buffer<float>(n) : nullptr;
-  if (!wk || !hw || !vinv || !perm || !codecs || !err || !row_loss || !row_status || (o.report_error && !qv) ||
+  if (!wk || !hw || !perm || !codecs || !err || !row_loss || !row_status || (o.report_error && !qv) ||
       !(r.status = out.codes.allocate(rows, cols)) || !(r.status = out.scales.allocate(rows, groups)) ||
       !(r.status = out.g_idx.allocate(1, cols)) ||
       (zeros_stored && !(r.status = out.zeros.allocate(rows, groups)))) {
@@ -358,17 +359,17 @@ inline result<gptq_output> gptq_run(const float* w, const float* h, const float*
       hw[i * cols + i] = static_cast<float>(static_cast<double>(hw[i * cols + i]) + rep.damp);
     }
     status s = cholesky(cols, {}, hw.get(), cols, exec);
-    // R^-1 by blocks of columns: column block [c0, e) has no element below row e - 1.
-    constexpr std::size_t cb_max = 128;
-    for (std::size_t c0 = 0; s && c0 < cols; c0 += cb_max) {
-      const std::size_t e = cols - c0 < cb_max ? cols : c0 + cb_max, cb = e - c0;
-      float* x = err.get();  // e x cb <= cols x 128: the sweep's error block is free now
-      for (std::size_t i = 0; i < e; ++i)
-        for (std::size_t c = 0; c < cb; ++c) x[i * cb + c] = i == c0 + c ? 1.0f : 0.0f;
-      s = triangular_solve(hw.get(), cols, e, cb, {}, x, cb, exec);
-      for (std::size_t c = 0; s && c < cb; ++c)
-        for (std::size_t i = 0; i <= c0 + c; ++i) vinv[(nn - c0 - c) * cols + (nn - i)] = x[i * cb + c];
-    }
+    // R^-1 in place (the recursive triangular inverse: its flops in large multiplies), then
+    // V = J R^-T J in place: V(nn - c, nn - i) = R^-1(i, c), i <= c, a reflection of the upper
+    // triangle about its anti-diagonal, done as swaps of the pairs with i + c < nn, in tiles.
+    if (s) s = triangular_inverse(cols, {triangle::upper}, hw.get(), cols, exec);
+    for (std::size_t i0 = 0; s && i0 < cols; i0 += tile)
+      for (std::size_t c0 = i0; c0 + i0 < nn; c0 += tile)
+        for (std::size_t i = i0; i < i0 + tile && i < cols; ++i) {
+          float* pair = hw.get() + nn * cols + nn - i;  // (nn - c, nn - i) at pair - c * cols
+          for (std::size_t c = c0 > i ? c0 : i; c < c0 + tile && i + c < nn; ++c)
+            std::swap(hw[i * cols + c], *(pair - c * cols));
+        }
     if (s) {
       factored = true;
       break;
@@ -387,9 +388,9 @@ inline result<gptq_output> gptq_run(const float* w, const float* h, const float*
     }
     rep.fell_back = true;
     for (std::size_t i = 0; i < cols; ++i)
-      for (std::size_t j = i; j < cols; ++j) vinv[i * cols + j] = i == j ? 1.0f : 0.0f;
+      for (std::size_t j = i; j < cols; ++j) hw[i * cols + j] = i == j ? 1.0f : 0.0f;
   }
-  const float* v = vinv.get();
+  const float* v = hw.get();  // V, upper
 
   // 6. the sweep, block by block; rows are independent within a block
   std::uint8_t* codes = out.codes.values().data();
@@ -405,12 +406,88 @@ inline result<gptq_output> gptq_run(const float* w, const float* h, const float*
     // (its axpy_neg; the AVX2 and AVX-512 ones fuse the multiply and the subtraction).
     auto sweep = [&](auto kernel) -> status {
       using K = decltype(kernel);
+#if LOWBIT_HAS_AVX512_LINALG
+      if constexpr (std::is_same<K, kernels::linalg::avx512_kernel>::value) {
+        // 16 rows a task, one per lane (gptq_sweep16); the same bits as the loop below
+        const std::size_t nb = i2 - i1;
+        auto task16 = [&](std::size_t t) {
+          const std::size_t r0 = t * rows_per_task, nl = rows - r0 < rows_per_task ? rows - r0 : rows_per_task;
+          kernels::linalg::scratch buf = kernels::linalg::allocate(4 * nb * 16);
+          if (!buf) {
+            for (std::size_t l = 0; l < nl; ++l) row_status[r0 + l] = static_cast<std::uint8_t>(errc::out_of_memory);
+            return;
+          }
+          float* wt = buf.get();
+          float* et = wt + nb * 16;
+          float* qt = et + nb * 16;
+          auto* ut = reinterpret_cast<std::int32_t*>(qt + nb * 16);
+          if (cols < (std::size_t{1} << 27)) {  // 15 * cols fits the gather's int32 offsets
+            gptq_load16(wk.get() + r0 * cols + i1, cols, nl, nb, wt);
+          } else {
+            for (std::size_t l = 0; l < 16; ++l)
+              for (std::size_t jj = 0; jj < nb; ++jj) wt[jj * 16 + l] = l < nl ? wk[(r0 + l) * cols + i1 + jj] : 0.0f;
+          }
+          gptq_lanes lp;
+          const int_group_codec idle{1.0f, 0, 0.0f, false, 0, 0, rounding::nearest_even};
+          for (std::size_t l = 0; l < 16; ++l) gptq_lane_set(&lp, l, idle);
+          std::size_t cur = groups;  // the group the lanes hold (none yet)
+          auto refresh = [&](std::size_t j, gptq_lanes* q) -> bool {
+            const std::size_t g = static_params ? perm[j] / G : j / G;
+            if (!static_params && j % G == 0) {  // a group's first column: parameters from the current weights
+              const std::size_t len = cols - j < G ? cols - j : G, jj = j - i1;
+              for (std::size_t l = 0; l < nl; ++l) {
+                const std::size_t row = r0 + l;
+                if (row_status[row] != 0) continue;
+                float* wr = wk.get() + row * cols;
+                for (std::size_t c = jj; jj != 0 && c < nb; ++c) wr[i1 + c] = wt[c * 16 + l];  // the in-block updates
+                float lo = 0.0f, hi = 0.0f;
+                if (!k.range(wr + j, len, &lo, &hi)) {
+                  row_status[row] = static_cast<std::uint8_t>(errc::non_finite_input);
+                  gptq_lane_set(q, l, idle);
+                  continue;
+                }
+                const result<int_group_codec> cc = choose_codec(wr + j, len, lo, hi, p, nullptr, k);
+                if (!cc.ok()) {
+                  row_status[row] = static_cast<std::uint8_t>(cc.status.code());
+                  gptq_lane_set(q, l, idle);
+                  continue;
+                }
+                codecs[row * groups + g] = cc.value;
+                gptq_lane_set(q, l, cc.value);
+              }
+              cur = g;
+              return true;
+            }
+            if (g == cur) return false;
+            for (std::size_t l = 0; l < nl; ++l) gptq_lane_set(q, l, codecs[(r0 + l) * groups + g]);
+            cur = g;
+            return true;
+          };
+          double loss[16] = {};
+          gptq_sweep16(wt, i1, nb, v, cols, p.element_rounding, &lp, refresh, et, ut, qt, loss);
+          for (std::size_t jj = 0; jj < nb; ++jj)  // the errors, [column][row]
+            std::copy(et + jj * 16, et + jj * 16 + nl, err.get() + jj * rows + r0);
+          for (std::size_t l = 0; l < nl; ++l) {
+            const std::size_t row = r0 + l;
+            if (row_status[row] != 0) continue;
+            for (std::size_t jj = 0; jj < nb; ++jj) {
+              const std::size_t c = row * cols + perm[i1 + jj];
+              codes[c] = static_cast<std::uint8_t>(ut[jj * 16 + l]);
+              if (qv) qv[c] = qt[jj * 16 + l];
+            }
+            row_loss[row] += loss[l];
+          }
+        };
+        detail::linalg_parallel_for(exec, tasks, task16);
+        return status{};
+      }
+#endif
       auto task = [&](std::size_t t) {
         const std::size_t r0 = t * rows_per_task, r1 = rows - r0 < rows_per_task ? rows : r0 + rows_per_task;
         for (std::size_t row = r0; row < r1; ++row) {
           if (row_status[row] != 0) continue;
           float* wr = wk.get() + row * cols;
-          float* er = err.get() + row * bs;
+          float* er = err.get() + row;  // [column][row]
           double loss = 0.0;
           for (std::size_t j = i1; j < i2; ++j) {
             const std::size_t g = static_params ? perm[j] / G : j / G;
@@ -437,7 +514,7 @@ inline result<gptq_output> gptq_run(const float* w, const float* h, const float*
             const float d = v[j * cols + j];
             const float e = (x - q) / d;
             loss += static_cast<double>(e) * static_cast<double>(e);
-            er[j - i1] = e;
+            er[(j - i1) * rows] = e;
             K::axpy_neg(i2 - j - 1, e, v + j * cols + j + 1, wr + j + 1);
           }
           row_loss[row] += loss;
@@ -455,9 +532,10 @@ inline result<gptq_output> gptq_run(const float* w, const float* h, const float*
       }
     if (i2 < cols && !rep.fell_back) {
       gemm_options go;
+      go.op_a = matrix_op::transpose;  // E is stored [column][row]
       go.alpha = -1.0f;
       go.beta = 1.0f;
-      if (status s = gemm(err.get(), bs, v + i1 * cols + i2, cols, rows, cols - i2, i2 - i1, go, wk.get() + i2, cols,
+      if (status s = gemm(err.get(), rows, v + i1 * cols + i2, cols, rows, cols - i2, i2 - i1, go, wk.get() + i2, cols,
                           exec);
           !s) {
         r.status = s;
@@ -487,7 +565,7 @@ inline result<gptq_output> gptq_run(const float* w, const float* h, const float*
 
   // the report's output errors, against the undamped H
   if (o.report_error) {
-    // H in full (hw is free now), RTN of the original W on the same grid
+    // H in full (hw, V before, is free now), RTN of the original W on the same grid
     for (std::size_t i = 0; i < cols; ++i)
       for (std::size_t j = i; j < cols; ++j) hw[i * cols + j] = hw[j * cols + i] = h[i * cols + j];
     std::unique_ptr<float[]> qr = allocate_buffer<float>(n);

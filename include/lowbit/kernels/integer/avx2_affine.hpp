@@ -94,6 +94,8 @@ struct aff_batch {
   std::uint32_t tight;  // lanes group_grid may take (1/s normal, |(x - m) / s| < 400)
 };
 
+LOWBIT_AVX2_INLINE aff_batch affine_params(const int_affine_job& j, __m256i lo, __m256i hi, __m256i nfl, std::size_t m);
+
 LOWBIT_AVX2_INLINE aff_batch affine_batch(const int_affine_job& j, std::size_t g0, std::size_t m) {
   const std::size_t len = j.group_length;
   const float* x = j.x + g0 * len;
@@ -105,10 +107,17 @@ LOWBIT_AVX2_INLINE aff_batch affine_batch(const int_affine_job& j, std::size_t g
     vmx[k] = _mm256_castps_si256(mx);
     vnf[k] = _mm256_castps_si256(nf);
   }
+  return affine_params(j, reduce8(vmn, min_ps_op{}), reduce8(vmx, max_ps_op{}), reduce8(vnf, or_op{}), m);
+}
+
+// The parameters of a batch of m <= 8 groups from their lane-wise reductions (one lane each: min,
+// max, and nf, +-0 or NaN where the group holds NaN or Inf): shared with the AVX-512 path
+// (avx512.hpp), which reduces with wider loads.
+LOWBIT_AVX2_INLINE aff_batch affine_params(const int_affine_job& j, __m256i lo, __m256i hi, __m256i nfl, std::size_t m) {
   aff_batch b;
-  b.lo = _mm256_castsi256_ps(reduce8(vmn, min_ps_op{}));
-  b.hi = _mm256_castsi256_ps(reduce8(vmx, max_ps_op{}));
-  const __m256 nf = _mm256_castsi256_ps(reduce8(vnf, or_op{}));  // +-0, or NaN
+  b.lo = _mm256_castsi256_ps(lo);
+  b.hi = _mm256_castsi256_ps(hi);
+  const __m256 nf = _mm256_castsi256_ps(nfl);  // +-0, or NaN
   const __m256 zero = _mm256_setzero_ps();
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
   __m256 dlo = b.lo, dhi = b.hi;

@@ -70,6 +70,39 @@ LOWBIT_AVX2_INLINE void dequantize_nibbles(const std::uint8_t* codes, std::size_
   }
 }
 
+// The stored parameters of a batch of m <= 8 groups, checked: done groups from g0 are valid (the
+// first invalid one is g0 + done, where stop != 0). Shared with the AVX-512 path (avx512.hpp).
+struct dq_batch {
+  alignas(32) float sv[8];  // scales
+  alignas(32) float zf[8];  // zero-points or offsets as stored (0 without zeros)
+  std::size_t done;
+  std::uint32_t stop;
+};
+
+LOWBIT_AVX2_INLINE void dequant_params(const int_dequantize_job& j, std::size_t g0, std::size_t m, dq_batch& b) {
+  const bool offsets = j.zeros != nullptr && j.zeros_are_offsets;
+  const __m256i lanes = lane_mask(m);
+  const __m256 s = _mm256_maskload_ps(j.scales + g0, lanes);
+  __m256i ok = stored_ok(s, j.scale_format);
+  __m256 zv = _mm256_setzero_ps();
+  if (j.zeros != nullptr) {
+    zv = _mm256_maskload_ps(j.zeros + g0, lanes);
+    if (offsets) {
+      ok = _mm256_and_si256(ok, stored_ok(zv, j.scale_format));
+    } else {  // an integer in 0..code_max
+      const __m256 in_range = _mm256_and_ps(_mm256_cmp_ps(zv, _mm256_setzero_ps(), _CMP_GE_OQ),
+                                            _mm256_cmp_ps(zv, _mm256_set1_ps(static_cast<float>(j.code_max)), _CMP_LE_OQ));
+      const __m256 integral =
+          _mm256_cmp_ps(_mm256_round_ps(zv, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC), zv, _CMP_EQ_OQ);
+      ok = _mm256_and_si256(ok, _mm256_castps_si256(_mm256_and_ps(in_range, integral)));
+    }
+  }
+  b.stop = ~lanes_of(ok) & ((1u << m) - 1u);
+  b.done = b.stop != 0 ? lowest_bit(b.stop) : m;
+  _mm256_store_ps(b.sv, s);
+  _mm256_store_ps(b.zf, zv);
+}
+
 template <bool Nibbles, bool Stream, class Out>
 LOWBIT_TARGET_AVX2 inline std::size_t dequantize_groups_impl(const int_dequantize_job& j, Out* y, std::size_t first,
                                                              std::size_t last) noexcept {
@@ -77,28 +110,11 @@ LOWBIT_TARGET_AVX2 inline std::size_t dequantize_groups_impl(const int_dequantiz
   const bool offsets = j.zeros != nullptr && j.zeros_are_offsets;
   for (std::size_t g0 = first; g0 < last; g0 += 8) {
     const std::size_t m = last - g0 < 8 ? last - g0 : 8;
-    const __m256i lanes = lane_mask(m);
-    const __m256 s = _mm256_maskload_ps(j.scales + g0, lanes);
-    __m256i ok = stored_ok(s, j.scale_format);
-    __m256 zv = _mm256_setzero_ps();
-    if (j.zeros != nullptr) {
-      zv = _mm256_maskload_ps(j.zeros + g0, lanes);
-      if (offsets) {
-        ok = _mm256_and_si256(ok, stored_ok(zv, j.scale_format));
-      } else {  // an integer in 0..code_max
-        const __m256 in_range = _mm256_and_ps(_mm256_cmp_ps(zv, _mm256_setzero_ps(), _CMP_GE_OQ),
-                                              _mm256_cmp_ps(zv, _mm256_set1_ps(static_cast<float>(j.code_max)), _CMP_LE_OQ));
-        const __m256 integral =
-            _mm256_cmp_ps(_mm256_round_ps(zv, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC), zv, _CMP_EQ_OQ);
-        ok = _mm256_and_si256(ok, _mm256_castps_si256(_mm256_and_ps(in_range, integral)));
-      }
-    }
-    const std::uint32_t stop = ~lanes_of(ok) & ((1u << m) - 1u);
-    const std::size_t done = stop != 0 ? lowest_bit(stop) : m;
-    alignas(32) float sv[8];
-    alignas(32) float zf[8];
-    _mm256_store_ps(sv, s);
-    _mm256_store_ps(zf, zv);
+    dq_batch b;
+    dequant_params(j, g0, m, b);
+    const std::size_t done = b.done;
+    const float* sv = b.sv;
+    const float* zf = b.zf;
     for (std::size_t k = 0; k < done; ++k) {
       const std::size_t g = g0 + k;
       const int zp = j.zeros == nullptr ? j.zero_point : offsets ? 0 : static_cast<int>(zf[k]);
@@ -110,7 +126,7 @@ LOWBIT_TARGET_AVX2 inline std::size_t dequantize_groups_impl(const int_dequantiz
         dequantize_run<Nibbles, Stream>(codes, len, d, y + g * len);
       }
     }
-    if (stop != 0) return g0 + done;
+    if (b.stop != 0) return g0 + done;
   }
   return last;
 }

@@ -100,6 +100,8 @@ struct sym_batch {
   std::uint32_t tight;  // lanes sym_group_grid may take (s normal and below 2^126)
 };
 
+LOWBIT_AVX2_INLINE sym_batch symmetric_scales(const int_symmetric_job& j, __m256i amax, std::size_t m, __m256 divisor);
+
 LOWBIT_AVX2_INLINE sym_batch symmetric_batch(const int_symmetric_job& j, std::size_t g0, std::size_t m,
                                              __m256 divisor) {
   const std::size_t len = j.group_length;
@@ -116,6 +118,12 @@ LOWBIT_AVX2_INLINE sym_batch symmetric_batch(const int_symmetric_job& j, std::si
     for (std::size_t k = 0; k < 8; ++k) v[k] = k < m ? lane_absmax(x + k * len, len) : z;
     amax = reduce8_max_epi32(v);
   }
+  return symmetric_scales(j, amax, m, divisor);
+}
+
+// The scales of a batch of m <= 8 groups from their largest magnitudes (as bits, one lane each):
+// shared with the AVX-512 path (avx512.hpp), which finds amax with wider loads.
+LOWBIT_AVX2_INLINE sym_batch symmetric_scales(const int_symmetric_job& j, __m256i amax, std::size_t m, __m256 divisor) {
   sym_batch b;
   b.s = _mm256_setzero_ps();
   __m256i refer = scales_for(_mm256_castsi256_ps(amax), divisor, j.scale_format, b.s);

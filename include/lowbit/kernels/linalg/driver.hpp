@@ -252,16 +252,20 @@ inline constexpr std::size_t trsm_block = 128;
 
 template <class K>
 void solve_block(cview t, bool lower, std::size_t n, std::size_t nrhs, mview b) noexcept {
-  if (b.cs == 1) {  // rows of B are contiguous: row operations
-    for (std::size_t s = 0; s < n; ++s) {
-      const std::size_t i = lower ? s : n - 1 - s;
-      float* row = &b(i, 0);
-      if (lower) {
-        for (std::size_t q = 0; q < i; ++q) K::axpy_neg(nrhs, t(i, q), &b(q, 0), row);
-      } else {
-        for (std::size_t q = i + 1; q < n; ++q) K::axpy_neg(nrhs, t(i, q), &b(q, 0), row);
+  if (b.cs == 1) {  // rows of B are contiguous: row operations, on 64 columns at a time (n x 64 in L1)
+    constexpr std::size_t cw = 64;
+    for (std::size_t c0 = 0; c0 < nrhs; c0 += cw) {
+      const std::size_t w = nrhs - c0 < cw ? nrhs - c0 : cw;
+      for (std::size_t s = 0; s < n; ++s) {
+        const std::size_t i = lower ? s : n - 1 - s;
+        float* row = &b(i, c0);
+        if (lower) {
+          for (std::size_t q = 0; q < i; ++q) K::axpy_neg(w, t(i, q), &b(q, c0), row);
+        } else {
+          for (std::size_t q = i + 1; q < n; ++q) K::axpy_neg(w, t(i, q), &b(q, c0), row);
+        }
+        K::divide(w, t(i, i), row);
       }
-      K::divide(nrhs, t(i, i), row);
     }
     return;
   }
@@ -281,25 +285,100 @@ void solve_block(cview t, bool lower, std::size_t n, std::size_t nrhs, mview b) 
   }
 }
 
+// Recursive on halves (split at a multiple of trsm_block), so that the update of the second half
+// by the first is one multiply of depth n / 2 rather than n / trsm_block multiplies of depth
+// trsm_block: lower, T11 X1 = B1, B2 -= T21 X1, T22 X2 = B2; upper, the same from the bottom.
 template <class K>
 status trsm(cview t, bool lower, std::size_t n, std::size_t nrhs, mview b, const linalg_exec& exec) noexcept {
   if (n == 0 || nrhs == 0) return status{};
-  for (std::size_t s = 0; s < n; s += trsm_block) {
-    const std::size_t nb = n - s < trsm_block ? n - s : trsm_block;
-    const std::size_t i0 = lower ? s : n - s - nb;  // the block solved now
-    solve_block<K>(t.sub(i0, i0), lower, nb, nrhs, b.sub(i0, 0));
-    if (lower && i0 + nb < n) {
-      const std::size_t rest = n - i0 - nb;
-      const status st = gemm<K>(rest, nrhs, nb, -1.0f, t.sub(i0 + nb, i0), b.sub(i0, 0), 1.0f, b.sub(i0 + nb, 0),
-                                tri_mask::none, exec);
-      if (!st) return st;
-    } else if (!lower && i0 > 0) {
-      const status st =
-          gemm<K>(i0, nrhs, nb, -1.0f, t.sub(0, i0), b.sub(i0, 0), 1.0f, b.sub(0, 0), tri_mask::none, exec);
-      if (!st) return st;
-    }
+  if (n <= trsm_block) {
+    solve_block<K>(t, lower, n, nrhs, b);
+    return status{};
   }
-  return status{};
+  const std::size_t half = (n / 2 + trsm_block - 1) / trsm_block * trsm_block;
+  const std::size_t n1 = half < n ? half : n / 2, n2 = n - n1;
+  status st;
+  if (lower) {
+    if (!(st = trsm<K>(t, true, n1, nrhs, b, exec))) return st;
+    if (!(st = gemm<K>(n2, nrhs, n1, -1.0f, t.sub(n1, 0), b, 1.0f, b.sub(n1, 0), tri_mask::none, exec))) return st;
+    return trsm<K>(t.sub(n1, n1), true, n2, nrhs, b.sub(n1, 0), exec);
+  }
+  if (!(st = trsm<K>(t.sub(n1, n1), false, n2, nrhs, b.sub(n1, 0), exec))) return st;
+  if (!(st = gemm<K>(n1, nrhs, n2, -1.0f, t.sub(0, n1), b.sub(n1, 0), 1.0f, b, tri_mask::none, exec))) return st;
+  return trsm<K>(t, false, n1, nrhs, b, exec);
+}
+
+// Triangular inverse and triangular multiply by recursion on halves, so that almost all of the
+// n^3 / 3 flops run in large multiplies (the blocked solves' multiplies have a depth of
+// trsm_block only). Blocks of at most trtri_base rows are done directly: the inverse by the
+// unblocked column algorithm, a multiply by a triangle through the multiply with the triangle
+// copied out, zero-padded, into work.
+inline constexpr std::size_t trtri_base = 64;
+
+// The split of n > trtri_base rows: a multiple of trtri_base near the middle.
+inline std::size_t trtri_split(std::size_t n) noexcept {
+  const std::size_t h = (n / 2 + trtri_base - 1) / trtri_base * trtri_base;
+  return h < n ? h : n / 2;
+}
+
+// X := alpha * T X (left) or alpha * X T (right), T an n x n upper triangular view (its lower
+// triangle never read), X n x m (left) or m x n (right), in place. work: trtri_base * (trtri_base
+// + m) floats.
+template <class K>
+status trmm_upper(bool left, cview t, std::size_t n, std::size_t m, float alpha, mview x, float* work,
+                  const linalg_exec& exec) noexcept {
+  if (n == 0 || m == 0) return status{};
+  if (n <= trtri_base) {
+    float* tt = work;                 // n x n, ld n: T's upper triangle, zeros below
+    float* xt = work + trtri_base * trtri_base;  // a copy of X, contiguous
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t j = 0; j < n; ++j) tt[i * n + j] = j >= i ? t(i, j) : 0.0f;
+    if (left) {  // X n x m
+      for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t j = 0; j < m; ++j) xt[i * m + j] = x(i, j);
+      return gemm<K>(n, m, n, alpha, cview{tt, n, 1}, cview{xt, m, 1}, 0.0f, x, tri_mask::none, exec);
+    }
+    for (std::size_t i = 0; i < m; ++i)  // X m x n
+      for (std::size_t j = 0; j < n; ++j) xt[i * n + j] = x(i, j);
+    return gemm<K>(m, n, n, alpha, cview{xt, n, 1}, cview{tt, n, 1}, 0.0f, x, tri_mask::none, exec);
+  }
+  const std::size_t n1 = trtri_split(n), n2 = n - n1;
+  status st;
+  if (left) {  // [T11 T12; 0 T22] [X1; X2]: X1 = T11 X1 + T12 X2, then X2 = T22 X2
+    if (!(st = trmm_upper<K>(true, t, n1, m, alpha, x, work, exec))) return st;
+    if (!(st = gemm<K>(n1, m, n2, alpha, t.sub(0, n1), x.sub(n1, 0), 1.0f, x, tri_mask::none, exec))) return st;
+    return trmm_upper<K>(true, t.sub(n1, n1), n2, m, alpha, x.sub(n1, 0), work, exec);
+  }
+  // [X1 X2] [T11 T12; 0 T22]: X2 = X2 T22 + X1 T12, then X1 = X1 T11
+  if (!(st = trmm_upper<K>(false, t.sub(n1, n1), n2, m, alpha, x.sub(0, n1), work, exec))) return st;
+  if (!(st = gemm<K>(m, n2, n1, alpha, x, t.sub(0, n1), 1.0f, x.sub(0, n1), tri_mask::none, exec))) return st;
+  return trmm_upper<K>(false, t, n1, m, alpha, x, work, exec);
+}
+
+// U := U^-1 in place on the upper triangle of the n x n view (its diagonal nonzero; the lower
+// triangle never read or written). work: trtri_base * (trtri_base + n) floats.
+// [A B; 0 C]^-1 = [A^-1, -A^-1 B C^-1; 0, C^-1].
+template <class K>
+status trtri_upper(mview a, std::size_t n, float* work, const linalg_exec& exec) noexcept {
+  if (n <= trtri_base) {
+    for (std::size_t j = 0; j < n; ++j) {  // column j of the inverse from the inverted columns before it
+      const float d = 1.0f / a(j, j);
+      a(j, j) = d;
+      for (std::size_t i = 0; i < j; ++i) {  // (A^-1)(0:j, 0:j) a(0:j, j), rows in order: a(p, j), p > i, still old
+        float s = 0.0f;
+        for (std::size_t q = i; q < j; ++q) s += a(i, q) * a(q, j);
+        a(i, j) = s;
+      }
+      for (std::size_t i = 0; i < j; ++i) a(i, j) = -d * a(i, j);
+    }
+    return status{};
+  }
+  const std::size_t n1 = trtri_split(n), n2 = n - n1;
+  status st;
+  if (!(st = trtri_upper<K>(a, n1, work, exec))) return st;
+  if (!(st = trtri_upper<K>(a.sub(n1, n1), n2, work, exec))) return st;
+  if (!(st = trmm_upper<K>(false, a.sub(n1, n1), n2, n1, 1.0f, a.sub(0, n1), work, exec))) return st;  // B C^-1
+  return trmm_upper<K>(true, a, n1, n2, -1.0f, a.sub(0, n1), work, exec);                           // -A^-1 (B C^-1)
 }
 
 // Upper Cholesky factor in place: A = U^T U on the view's upper triangle (the lower one is
@@ -322,21 +401,20 @@ inline bool cholesky_unblocked(mview a, std::size_t n) noexcept {
   return true;
 }
 
+// Recursive on halves (split at a multiple of cholesky_block): U11 from A11, U12 = U11^-T A12,
+// A22 -= U12^T U12 (one multiply of depth n / 2 on the upper triangle), U22 from A22; blocks of
+// at most cholesky_block rows unblocked.
 template <class K>
 status cholesky_upper(mview a, std::size_t n, const linalg_exec& exec) noexcept {
-  for (std::size_t j0 = 0; j0 < n; j0 += cholesky_block) {
-    const std::size_t jb = n - j0 < cholesky_block ? n - j0 : cholesky_block;
-    if (!cholesky_unblocked(a.sub(j0, j0), jb)) return errc::bad_argument;
-    const std::size_t r0 = j0 + jb;
-    if (r0 == n) break;
-    const std::size_t rest = n - r0;
-    // U12 = U11^-T A12, then A22 -= U12^T U12 on the upper triangle.
-    status st = trsm<K>(a.sub(j0, j0).t(), true, jb, rest, a.sub(j0, r0), exec);
-    if (!st) return st;
-    st = gemm<K>(rest, rest, jb, -1.0f, a.sub(j0, r0).t(), a.sub(j0, r0), 1.0f, a.sub(r0, r0), tri_mask::upper, exec);
-    if (!st) return st;
-  }
-  return status{};
+  if (n <= cholesky_block) return cholesky_unblocked(a, n) ? status{} : status{errc::bad_argument};
+  const std::size_t half = (n / 2 + cholesky_block - 1) / cholesky_block * cholesky_block;
+  const std::size_t n1 = half < n ? half : n / 2, n2 = n - n1;
+  status st;
+  if (!(st = cholesky_upper<K>(a, n1, exec))) return st;
+  if (!(st = trsm<K>(a.t(), true, n1, n2, a.sub(0, n1), exec))) return st;
+  if (!(st = gemm<K>(n2, n2, n1, -1.0f, a.sub(0, n1).t(), a.sub(0, n1), 1.0f, a.sub(n1, n1), tri_mask::upper, exec)))
+    return st;
+  return cholesky_upper<K>(a.sub(n1, n1), n2, exec);
 }
 
 }  // namespace linalg

@@ -1,0 +1,596 @@
+// lowbit: AVX-512 kernels of the integer schemes (internal): the whole-matrix paths of
+// dispatch.hpp (quantize_symmetric, quantize_affine, dequantize_groups) with 16 floats per zmm,
+// taken on the avx512 path (core/cpu.hpp). The bytes are the AVX2 paths' and so the reference's.
+//
+// What differs from AVX2, in one place: the passes over the elements. Everything per batch of 8
+// groups (one group per 32-bit lane: the scales, zero-points, offsets and their checks, the
+// decision which groups the grid may take) and everything rare (a group in a mode or length the
+// grid does not take: stochastic or directed rounding, lengths not a multiple of 32, tiny or huge
+// scales) is the AVX2 code, inlined or called from here: avx2_symmetric.hpp's symmetric_scales
+// and symmetric_group, avx2_affine.hpp's affine_params and affine_group, avx2_dequantize.hpp's
+// dequant_params. Here:
+//   - the reductions (absmax, min/max/NaN-or-Inf) load 16 floats at a time, masked tails
+//     (no overlapping reload, no blend) and fold to the 8 lanes the batch code reduces;
+//   - the grid rounding (avx2_table.hpp's group_grid; the proof is docs/kernels.md's) runs on
+//     16 lanes, 64 values (one group, or two groups of 32) at a time; codes narrow by the same
+//     saturating packs as on AVX2 and one vpermd (not vpmovusdb: two port-5 uops per 16 lanes);
+//     nibbles pair up by vpmaddubsw and narrow by vpmovwb; a lane that came near a half-integer
+//     is redone alone by the scalar reference (AVX2 redoes its 32-value chunk by division);
+//   - dequantization widens 16 codes with vpmovzxbd, masked loads and stores for the last partial
+//     vector, and streams 64-byte stores where the AVX2 path streams 32-byte ones; nibbles with an
+//     integer zero-point are looked up in the group's 16 values (vpermps) instead.
+// Why not one template over the vector width: the target attribute (LOWBIT_TARGET_AVX2 or
+// LOWBIT_TARGET_AVX512) is per function and cannot depend on a template parameter, and GCC and
+// clang refuse to inline an AVX-512 intrinsic into an AVX2 function. A width-generic kernel would
+// need its body stamped out twice by a macro, or its AVX2 instance compiled with AVX-512 enabled
+// (which lets the compiler emit EVEX code on the AVX2 path). Instead, the per-batch code, which
+// is most of the lines and all of the subtle ones, is shared as it is, and this file holds only
+// the element loops (about 600 lines with their comments, against 1400 for the AVX2 kernels).
+#ifndef LOWBIT_KERNELS_INTEGER_AVX512_HPP
+#define LOWBIT_KERNELS_INTEGER_AVX512_HPP
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "../../core/cpu.hpp"
+#include "avx2_affine.hpp"
+#include "avx2_dequantize.hpp"
+#include "avx2_symmetric.hpp"
+#include "avx2_table.hpp"
+#include "jobs.hpp"
+
+#if LOWBIT_HAS_AVX512_KERNELS
+
+#include <immintrin.h>
+
+#ifndef LOWBIT_AVX512_INLINE
+#define LOWBIT_AVX512_INLINE LOWBIT_TARGET_AVX512 inline __attribute__((always_inline))
+#endif
+
+LOWBIT_AVX512_WARNINGS_BEGIN
+
+namespace lowbit {
+namespace kernels {
+namespace avx512 {
+namespace int_detail {
+
+namespace a2 = avx2::int_detail;
+
+// Lanes 0..n-1 (n <= 16).
+LOWBIT_AVX512_INLINE __mmask16 tail16(std::size_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
+
+LOWBIT_AVX512_INLINE __m512i abs_bits(__m512 v) {
+  return _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7FFFFFFF));
+}
+
+// ------------------------------------------------------------------------------------------------
+// Reductions of one group, folded to 8 lanes (the batch code reduces the lanes of 8 groups)
+
+// Lane-wise largest |x| (as bits) of n >= 1 values: avx2 lane_absmax's result up to lane order.
+LOWBIT_AVX512_INLINE __m256i lane_absmax(const float* x, std::size_t n) {
+  __m512i a = _mm512_setzero_si512(), b = a;
+  std::size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    a = _mm512_max_epi32(a, abs_bits(_mm512_loadu_ps(x + i)));
+    b = _mm512_max_epi32(b, abs_bits(_mm512_loadu_ps(x + i + 16)));
+  }
+  if (i + 16 <= n) {
+    a = _mm512_max_epi32(a, abs_bits(_mm512_loadu_ps(x + i)));
+    i += 16;
+  }
+  if (i < n) b = _mm512_max_epi32(b, abs_bits(_mm512_maskz_loadu_ps(tail16(n - i), x + i)));
+  a = _mm512_max_epi32(a, b);
+  return _mm256_max_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1));
+}
+
+// Lane-wise min and max of n >= 1 values, and nf: NaN in a lane that met NaN or Inf (avx2
+// lane_range). Lanes a masked load leaves out hold values of the group (the first vector's).
+LOWBIT_AVX512_INLINE void lane_range(const float* x, std::size_t n, __m256i& mn, __m256i& mx, __m256i& nf) {
+  const __m512 zero = _mm512_setzero_ps();
+  std::size_t i = n >= 16 ? 16 : n;
+  const __m512 first = n >= 16 ? _mm512_loadu_ps(x) : _mm512_mask_loadu_ps(_mm512_set1_ps(x[0]), tail16(n), x);
+  __m512 mn0 = first, mx0 = first, nf0 = _mm512_mul_ps(first, zero);
+  __m512 mn1 = first, mx1 = first, nf1 = nf0;
+  for (; i + 32 <= n; i += 32) {
+    const __m512 a = _mm512_loadu_ps(x + i);
+    const __m512 b = _mm512_loadu_ps(x + i + 16);
+    mn0 = _mm512_min_ps(mn0, a);
+    mx0 = _mm512_max_ps(mx0, a);
+    nf0 = _mm512_fmadd_ps(a, zero, nf0);
+    mn1 = _mm512_min_ps(mn1, b);
+    mx1 = _mm512_max_ps(mx1, b);
+    nf1 = _mm512_fmadd_ps(b, zero, nf1);
+  }
+  if (i + 16 <= n) {
+    const __m512 a = _mm512_loadu_ps(x + i);
+    mn0 = _mm512_min_ps(mn0, a);
+    mx0 = _mm512_max_ps(mx0, a);
+    nf0 = _mm512_fmadd_ps(a, zero, nf0);
+    i += 16;
+  }
+  if (i < n) {
+    const __m512 b = _mm512_mask_loadu_ps(first, tail16(n - i), x + i);
+    mn1 = _mm512_min_ps(mn1, b);
+    mx1 = _mm512_max_ps(mx1, b);
+    nf1 = _mm512_fmadd_ps(b, zero, nf1);
+  }
+  mn0 = _mm512_min_ps(mn0, mn1);
+  mx0 = _mm512_max_ps(mx0, mx1);
+  nf0 = _mm512_add_ps(nf0, nf1);
+  mn = _mm256_castps_si256(_mm256_min_ps(_mm512_castps512_ps256(mn0), _mm512_extractf32x8_ps(mn0, 1)));
+  mx = _mm256_castps_si256(_mm256_max_ps(_mm512_castps512_ps256(mx0), _mm512_extractf32x8_ps(mx0, 1)));
+  nf = _mm256_castps_si256(_mm256_add_ps(_mm512_castps512_ps256(nf0), _mm512_extractf32x8_ps(nf0, 1)));
+}
+
+// Short groups: the batch after this one (n floats at x, at most 1024), one prefetch per line.
+// Without it the AVX-512 path of INT4 g32 / g64 ran at 0.80x / 0.88x of the AVX2 one from DRAM
+// (1.05x / 1.10x with it).
+LOWBIT_AVX512_INLINE void prefetch_batch(const float* x, std::size_t n) {
+  for (std::size_t i = 0; i < n; i += 16) _mm_prefetch(reinterpret_cast<const char*>(x + i), _MM_HINT_T0);
+}
+
+LOWBIT_AVX512_INLINE a2::sym_batch symmetric_batch(const int_symmetric_job& j, std::size_t g0, std::size_t m,
+                                                   __m256 divisor) {
+  const std::size_t len = j.group_length;
+  const float* x = j.x + g0 * len;
+  if (len <= 128 && m == 8) prefetch_batch(x + 8 * len, 8 * len);
+  __m256i v[8];
+  for (std::size_t k = 0; k < 8; ++k) v[k] = k < m ? lane_absmax(x + k * len, len) : _mm256_setzero_si256();
+  return a2::symmetric_scales(j, avx2::reduce8_max_epi32(v), m, divisor);
+}
+
+LOWBIT_AVX512_INLINE a2::aff_batch affine_batch(const int_affine_job& j, std::size_t g0, std::size_t m) {
+  const std::size_t len = j.group_length;
+  const float* x = j.x + g0 * len;
+  if (len <= 128 && m == 8) prefetch_batch(x + 8 * len, 8 * len);
+  __m256i vmn[8], vmx[8], vnf[8];
+  for (std::size_t k = 0; k < 8; ++k) {
+    vmn[k] = vmx[k] = vnf[k] = _mm256_setzero_si256();
+    if (k < m) lane_range(x + k * len, len, vmn[k], vmx[k], vnf[k]);
+  }
+  return a2::affine_params(j, avx2::reduce8(vmn, a2::min_ps_op{}), avx2::reduce8(vmx, a2::max_ps_op{}),
+                           avx2::reduce8(vnf, a2::or_op{}), m);
+}
+
+// ------------------------------------------------------------------------------------------------
+// The grid rounding (avx2_table.hpp's grid_round and group_grid, 16 lanes)
+
+struct grid_consts {
+  __m512 grid;     // 1536.0f: its ulp is 2^-13
+  __m512i bias;    // bits(1536) - (0x1000 + 1) - zero_point * 2^13
+  __m512i low;     // 0x1FFF
+  __m512i cmax8;   // code_max as bytes
+};
+
+LOWBIT_AVX512_INLINE grid_consts make_grid(int zero_point, int code_max) {
+  return grid_consts{_mm512_set1_ps(1536.0f), _mm512_set1_epi32(0x44C00000 - 0x1001 - zero_point * 0x2000),
+                     _mm512_set1_epi32(0x1FFF), _mm512_set1_epi8(static_cast<char>(code_max))};
+}
+
+// The grid word of 16 values: code + zero-point in bits 13 up, the distance from a half-integer
+// below.
+LOWBIT_AVX512_INLINE __m512i grid_word(__m512 x, __m512 r, const grid_consts& k) {
+  return _mm512_sub_epi32(_mm512_castps_si512(_mm512_add_ps(_mm512_mul_ps(x, r), k.grid)), k.bias);
+}
+
+// 64 codes (element order) from four grid words: the code + zero-point of each lane, clamped to
+// 0..255 by the same two saturating packs as avx2's pack_codes32, then to code_max; the packs
+// leave dword j of 128-bit lane k holding elements 4k..4k+3 of vector j, which one vpermd puts
+// back in order. (vpmovusdb narrows 16 lanes in two uops of port 5; this is four for 64.)
+LOWBIT_AVX512_INLINE __m512i narrow64(__m512i u0, __m512i u1, __m512i u2, __m512i u3, const grid_consts& k) {
+  const __m512i w01 = _mm512_packus_epi32(_mm512_srai_epi32(u0, 13), _mm512_srai_epi32(u1, 13));
+  const __m512i w23 = _mm512_packus_epi32(_mm512_srai_epi32(u2, 13), _mm512_srai_epi32(u3, 13));
+  const __m512i b = _mm512_min_epu8(_mm512_packus_epi16(w01, w23), k.cmax8);
+  return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), b);
+}
+
+// Stores 64 codes: bytes, or nibbles (pack_codes(4): c[2i] | c[2i+1] << 4).
+template <bool Nibbles>
+LOWBIT_AVX512_INLINE void store64(std::uint8_t* out, __m512i codes) {
+  if (Nibbles) {
+    const __m512i w = _mm512_maddubs_epi16(codes, _mm512_set1_epi16(0x1001));  // c[2i] + 16 c[2i+1]
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm512_cvtepi16_epi8(w));
+  } else {
+    _mm512_storeu_si512(out, codes);
+  }
+}
+template <bool Nibbles>
+LOWBIT_AVX512_INLINE void store32(std::uint8_t* out, __m512i codes) {
+  if (Nibbles) {
+    const __m512i w = _mm512_maddubs_epi16(codes, _mm512_set1_epi16(0x1001));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm256_castsi256_si128(_mm512_cvtepi16_epi8(w)));
+  } else {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm512_castsi512_si256(codes));
+  }
+}
+
+// The lanes near a half-integer are rare but not negligible: with fp16 scales about one group of
+// 32 in ten has one (the largest |x| / s lies within 2^-11 of D, and of a half-integer when D is
+// one). AVX2 redoes the whole 32-value chunk by division; here only the lanes that came near are
+// redone, each by the scalar reference (int_ref::quantize_one: the definition of the code; no
+// product in it that a compiler could fuse), and put back into the grid word before the narrowing.
+
+// The group's codec for the near lanes: the call's, with this group's scale, zero-point and offset.
+struct group_fix {
+  const int_group_codec* proto;
+  float s;
+  int zp;
+  float m;
+  int_group_codec codec() const {
+    int_group_codec c = *proto;
+    c.scale = s;
+    c.zero_point = zp;
+    c.offset = m;
+    return c;
+  }
+};
+
+// Lanes of a grid word whose low bits say "near a half-integer" (avx2 group_grid's test).
+LOWBIT_AVX512_INLINE __mmask16 near_lanes(__m512i u, const grid_consts& k) {
+  return _mm512_cmplt_epi32_mask(_mm512_and_si512(u, k.low), _mm512_set1_epi32(3));
+}
+
+// u with the near lanes (of the 16 values at x) replaced by the reference's code, in bits 13 up.
+LOWBIT_AVX512_INLINE __m512i fix_near(__m512i u, const float* x, const grid_consts& k, const group_fix& f) {
+  unsigned lanes = near_lanes(u, k);
+  if (lanes == 0) return u;
+  const int_group_codec c = f.codec();
+  while (lanes != 0) {
+    const unsigned i = static_cast<unsigned>(__builtin_ctz(lanes));
+    lanes &= lanes - 1u;
+    const int code = int_ref::quantize_one(x[i], c, 0u);
+    u = _mm512_mask_mov_epi32(u, static_cast<__mmask16>(1u << i), _mm512_set1_epi32(code * 0x2000));
+  }
+  return u;
+}
+
+// 64 consecutive values, the first 32 under (ra, ma, ka, fa), the last 32 under (rb, mb, kb, fb)
+// (one group, or two groups of 32): their codes by the grid, the near lanes by the reference.
+template <bool Nibbles, bool Offset>
+LOWBIT_AVX512_INLINE void grid64(const float* x, __m512 ra, __m512 rb, __m512 ma, __m512 mb, const grid_consts& ka,
+                                 const grid_consts& kb, const group_fix& fa, const group_fix& fb, std::uint8_t* out) {
+  __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
+  __m512 v2 = _mm512_loadu_ps(x + 32), v3 = _mm512_loadu_ps(x + 48);
+  if (Offset) {
+    v0 = _mm512_sub_ps(v0, ma);
+    v1 = _mm512_sub_ps(v1, ma);
+    v2 = _mm512_sub_ps(v2, mb);
+    v3 = _mm512_sub_ps(v3, mb);
+  }
+  __m512i u0 = grid_word(v0, ra, ka), u1 = grid_word(v1, ra, ka);
+  __m512i u2 = grid_word(v2, rb, kb), u3 = grid_word(v3, rb, kb);
+  const __m512i low = ka.low;
+  const __m512i near = _mm512_min_epi32(_mm512_min_epi32(_mm512_and_si512(u0, low), _mm512_and_si512(u1, low)),
+                                        _mm512_min_epi32(_mm512_and_si512(u2, low), _mm512_and_si512(u3, low)));
+  if (__builtin_expect(_mm512_cmplt_epi32_mask(near, _mm512_set1_epi32(3)) != 0, 0)) {
+    u0 = fix_near(u0, x, ka, fa);
+    u1 = fix_near(u1, x + 16, ka, fa);
+    u2 = fix_near(u2, x + 32, kb, fb);
+    u3 = fix_near(u3, x + 48, kb, fb);
+  }
+  store64<Nibbles>(out, narrow64(u0, u1, u2, u3, ka));
+}
+
+// avx2 group_grid on 16 lanes: the codes of one group of 32k values (64 at a time).
+template <bool Nibbles, bool Offset>
+LOWBIT_AVX512_INLINE void group_grid(const float* x, std::size_t len, __m512 r, __m512 m, const grid_consts& k,
+                                     const group_fix& f, std::uint8_t* out) {
+  constexpr std::size_t step = Nibbles ? 32 : 64;  // output bytes per 64 values
+  std::size_t i = 0;
+  for (; i + 64 <= len; i += 64) grid64<Nibbles, Offset>(x + i, r, r, m, m, k, k, f, f, out + i / 64 * step);
+  if (i < len) {  // 32 left
+    __m512 v0 = _mm512_loadu_ps(x + i), v1 = _mm512_loadu_ps(x + i + 16);
+    if (Offset) {
+      v0 = _mm512_sub_ps(v0, m);
+      v1 = _mm512_sub_ps(v1, m);
+    }
+    const __m512i u0 = fix_near(grid_word(v0, r, k), x + i, k, f);
+    const __m512i u1 = fix_near(grid_word(v1, r, k), x + i + 16, k, f);
+    store32<Nibbles>(out + i / 64 * step, narrow64(u0, u1, u0, u1, k));
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Quantization: avx2's quantize_symmetric_impl and quantize_affine_impl with the element passes
+// above (the AVX2 hot-case unrolls are not needed: one group is a loop of 32-value chunks).
+
+template <bool Nibbles>
+LOWBIT_TARGET_AVX512 inline std::size_t quantize_symmetric_impl(const int_symmetric_job& j, std::size_t first,
+                                                                std::size_t last) noexcept {
+  if (first >= last) return last;
+  const std::size_t len = j.group_length;
+  int_group_codec c;
+  c.scale = 1.0f;
+  c.zero_point = j.zero_point;
+  c.code_min = j.code_min;
+  c.code_max = j.code_max;
+  c.rm = j.rm;
+  const a2::qctx q = a2::make_qctx(c);
+  const grid_consts gk = make_grid(j.zero_point, j.code_max);
+  const __m256 divisor = _mm256_set1_ps(j.divisor);
+  const bool grid = q.fast && len % 32 == 0;  // a nearest mode
+  a2::sym_batch next = symmetric_batch(j, first, last - first < 8 ? last - first : 8, divisor);
+  for (std::size_t g0 = first; g0 < last; g0 += 8) {
+    const std::size_t m = last - g0 < 8 ? last - g0 : 8;
+    const a2::sym_batch b = next;
+    if (b.stop == 0 && g0 + 8 < last) next = symmetric_batch(j, g0 + 8, last - g0 - 8 < 8 ? last - g0 - 8 : 8, divisor);
+    const std::size_t done = b.stop != 0 ? a2::lowest_bit(b.stop) : m;
+    alignas(32) float sv[8];
+    alignas(32) float rv[8];
+    _mm256_store_ps(sv, b.s);
+    _mm256_store_ps(rv, b.r);
+    _mm256_mask_storeu_ps(j.scales + g0, static_cast<__mmask8>((1u << done) - 1u), b.s);
+    const std::uint32_t tight = grid ? b.tight : 0u;
+    for (std::size_t k = 0; k < done; ++k) {
+      const std::size_t g = g0 + k;
+      std::uint8_t* out = Nibbles ? j.codes + g * len / 2 : j.codes + g * len;
+      if (len == 32 && ((tight >> k) & 3u) == 3u && k + 1 < done) {  // two groups of 32 at once
+        const group_fix fa{&c, sv[k], j.zero_point, 0.0f}, fb{&c, sv[k + 1], j.zero_point, 0.0f};
+        const __m512 ra = _mm512_set1_ps(rv[k]), rb = _mm512_set1_ps(rv[k + 1]);
+        grid64<Nibbles, false>(j.x + g * len, ra, rb, ra, rb, gk, gk, fa, fb, out);
+        ++k;
+      } else if (((tight >> k) & 1u) != 0) {
+        const group_fix f{&c, sv[k], j.zero_point, 0.0f};
+        const __m512 r = _mm512_set1_ps(rv[k]);
+        group_grid<Nibbles, false>(j.x + g * len, len, r, r, gk, f, out);
+      } else {
+        a2::symmetric_group<Nibbles>(j, g, sv[k], rv[k], out);
+      }
+    }
+    if (b.stop != 0) return g0 + done;
+  }
+  return last;
+}
+
+template <bool Nibbles>
+LOWBIT_TARGET_AVX512 inline std::size_t quantize_affine_impl(const int_affine_job& j, std::size_t first,
+                                                             std::size_t last) noexcept {
+  if (first >= last) return last;
+  const std::size_t len = j.group_length;
+  const bool nearest =
+      j.rm == rounding::nearest_even || j.rm == rounding::nearest_away || j.rm == rounding::nearest_toward_zero;
+  const bool grid = nearest && len % 32 == 0;
+  grid_consts gk = make_grid(0, j.code_max), gk2 = gk;
+  const int_group_codec proto = a2::affine_codec(j, 1.0f, 0, 0.0f);
+  a2::aff_batch next = affine_batch(j, first, last - first < 8 ? last - first : 8);
+  for (std::size_t g0 = first; g0 < last; g0 += 8) {
+    const std::size_t m = last - g0 < 8 ? last - g0 : 8;
+    const a2::aff_batch b = next;
+    if (b.stop == 0 && g0 + 8 < last) next = affine_batch(j, g0 + 8, last - g0 - 8 < 8 ? last - g0 - 8 : 8);
+    const std::size_t done = b.stop != 0 ? a2::lowest_bit(b.stop) : m;
+    alignas(32) float sv[8];
+    alignas(32) float rv[8];
+    alignas(32) float mv[8];
+    alignas(32) std::int32_t zi[8];
+    _mm256_store_ps(sv, b.s);
+    _mm256_store_ps(rv, b.r);
+    _mm256_store_ps(mv, b.m);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(zi), b.zp);
+    const __mmask8 stored = static_cast<__mmask8>((1u << done) - 1u);
+    _mm256_mask_storeu_ps(j.scales + g0, stored, b.s);
+    _mm256_mask_storeu_ps(j.zeros + g0, stored, b.z);
+    const std::uint32_t tight = grid ? b.tight : 0u;
+    for (std::size_t k = 0; k < done; ++k) {
+      const std::size_t g = g0 + k;
+      const float* x = j.x + g * len;
+      std::uint8_t* out = Nibbles ? j.codes + g * len / 2 : j.codes + g * len;
+      if (((tight >> k) & 1u) == 0) {
+        a2::affine_group<Nibbles>(j, g, sv[k], zi[k], mv[k], out);
+        continue;
+      }
+      gk.bias = _mm512_set1_epi32(0x44C00000 - 0x1001 - zi[k] * 0x2000);
+      const group_fix f{&proto, sv[k], zi[k], mv[k]};
+      const __m512 r = _mm512_set1_ps(rv[k]);
+      const __m512 mo = _mm512_set1_ps(mv[k]);
+      if (len == 32 && ((tight >> k) & 3u) == 3u && k + 1 < done) {  // two groups of 32 at once
+        gk2.bias = _mm512_set1_epi32(0x44C00000 - 0x1001 - zi[k + 1] * 0x2000);
+        const group_fix fb{&proto, sv[k + 1], zi[k + 1], mv[k + 1]};
+        const __m512 rb = _mm512_set1_ps(rv[k + 1]);
+        if (j.offset) {
+          grid64<Nibbles, true>(x, r, rb, mo, _mm512_set1_ps(mv[k + 1]), gk, gk2, f, fb, out);
+        } else {
+          grid64<Nibbles, false>(x, r, rb, r, rb, gk, gk2, f, fb, out);
+        }
+        ++k;
+      } else if (j.offset) {
+        group_grid<Nibbles, true>(x, len, r, mo, gk, f, out);
+      } else {
+        group_grid<Nibbles, false>(x, len, r, r, gk, f, out);
+      }
+    }
+    if (b.stop != 0) return g0 + done;
+  }
+  return last;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Dequantization: avx2's dequantize_groups_impl (parameters checked by its dequant_params) with
+// 16 values per vector.
+
+// 16 codes (bytes) -> values, with an integer zero-point: (u - z) * s, as avx2 values8.
+struct values_zp {
+  __m512 s;
+  __m512i z;
+  LOWBIT_AVX512_INLINE __m512 operator()(__m128i codes) const {
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_cvtepu8_epi32(codes), z)), s);
+  }
+};
+
+// ... with a float offset: u * s + m in double (u * s exact there), rounded once (avx2
+// values8_offset).
+struct values_offset {
+  __m512d s, m;
+  LOWBIT_AVX512_INLINE __m512 operator()(__m128i codes) const {
+    const __m256 lo = _mm512_cvtpd_ps(_mm512_add_pd(_mm512_mul_pd(_mm512_cvtepi32_pd(_mm256_cvtepu8_epi32(codes)), s), m));
+    const __m256 hi = _mm512_cvtpd_ps(
+        _mm512_add_pd(_mm512_mul_pd(_mm512_cvtepi32_pd(_mm256_cvtepu8_epi32(_mm_srli_si128(codes, 8))), s), m));
+    return _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
+  }
+};
+
+// bfloat16 bits of 16 finite-or-infinite values as avx2 to_bf16_bits rounds them (nearest even,
+// +-Inf and overflow to +-max).
+LOWBIT_AVX512_INLINE __m256i to_bf16(__m512 v) {
+  const __m512i b = _mm512_castps_si512(v);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1));
+  __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(b, _mm512_set1_epi32(0x7FFF)), lsb), 16);
+  const __mmask16 inf = _mm512_cmpeq_epi32_mask(_mm512_and_si512(r, _mm512_set1_epi32(0x7FFF)), _mm512_set1_epi32(0x7F80));
+  r = _mm512_mask_sub_epi32(r, inf, r, _mm512_set1_epi32(1));  // Inf -> max finite
+  return _mm512_cvtepi32_epi16(r);
+}
+
+template <bool Stream>
+LOWBIT_AVX512_INLINE void put16(float* y, __m512 v) {
+  if constexpr (Stream) {
+    _mm512_stream_ps(y, v);
+  } else {
+    _mm512_storeu_ps(y, v);
+  }
+}
+template <bool Stream>
+LOWBIT_AVX512_INLINE void put16(std::uint16_t* y, __m512 v) {
+  static_assert(!Stream, "bfloat16 outputs are not streamed");
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(y), to_bf16(v));
+}
+LOWBIT_AVX512_INLINE void put_masked(float* y, __mmask16 k, __m512 v) { _mm512_mask_storeu_ps(y, k, v); }
+LOWBIT_AVX512_INLINE void put_masked(std::uint16_t* y, __mmask16 k, __m512 v) {
+  _mm256_mask_storeu_epi16(y, k, to_bf16(v));
+}
+
+// 16 bytes of nibbles -> 32 codes, element order (avx2 load_nibbles on a register).
+LOWBIT_AVX512_INLINE __m256i nibbles_of(__m128i x) {
+  const __m128i mask = _mm_set1_epi8(0x0F);
+  const __m128i lo = _mm_and_si128(x, mask);
+  const __m128i hi = _mm_and_si128(_mm_srli_epi16(x, 4), mask);
+  return _mm256_set_m128i(_mm_unpackhi_epi8(lo, hi), _mm_unpacklo_epi8(lo, hi));
+}
+
+// n codes (bytes, or nibbles from an even element position) of one group -> n results.
+template <bool Nibbles, bool Stream, class Out, class F>
+LOWBIT_AVX512_INLINE void dequantize_run(const std::uint8_t* codes, std::size_t n, const F& f, Out* y) {
+  std::size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m256i c = Nibbles ? nibbles_of(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + i / 2)))
+                              : _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + i));
+    put16<Stream>(y + i, f(_mm256_castsi256_si128(c)));
+    put16<Stream>(y + i + 16, f(_mm256_extracti128_si256(c, 1)));
+  }
+  if (i < n) {  // 1..31 left: masked loads and stores
+    const std::size_t m = n - i;
+    const __m256i c = Nibbles ? nibbles_of(_mm_maskz_loadu_epi8(tail16((m + 1) / 2), codes + i / 2))
+                              : _mm256_maskz_loadu_epi8(static_cast<__mmask32>((std::uint64_t{1} << m) - 1u), codes + i);
+    put_masked(y + i, tail16(m < 16 ? m : 16), f(_mm256_castsi256_si128(c)));
+    if (m > 16) put_masked(y + i + 16, tail16(m - 16), f(_mm256_extracti128_si256(c, 1)));
+  }
+}
+
+// One group of nibbles (from an even element) with an integer zero-point: the 16 possible values
+// (u - z) * s are computed once, as values_zp computes each, and every code is looked up with
+// vpermps (which reads the low 4 bits of its index: the low nibble of a zero-extended byte
+// directly, the high one after a shift); vpermt2ps interleaves the two halves.
+template <bool Stream, class Out>
+LOWBIT_AVX512_INLINE void dequantize_nibbles(const std::uint8_t* codes, std::size_t n, __m512 table, Out* y) {
+  const __m512i first = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const __m512i second = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+  std::size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m512i d = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + i / 2)));
+    const __m512 even = _mm512_permutexvar_ps(d, table);
+    const __m512 odd = _mm512_permutexvar_ps(_mm512_srli_epi32(d, 4), table);
+    put16<Stream>(y + i, _mm512_permutex2var_ps(even, first, odd));
+    put16<Stream>(y + i + 16, _mm512_permutex2var_ps(even, second, odd));
+  }
+  if (i < n) {  // 1..31 left
+    const std::size_t m = n - i;
+    const __m512i d = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(tail16((m + 1) / 2), codes + i / 2));
+    const __m512 even = _mm512_permutexvar_ps(d, table);
+    const __m512 odd = _mm512_permutexvar_ps(_mm512_srli_epi32(d, 4), table);
+    put_masked(y + i, tail16(m < 16 ? m : 16), _mm512_permutex2var_ps(even, first, odd));
+    if (m > 16) put_masked(y + i + 16, tail16(m - 16), _mm512_permutex2var_ps(even, second, odd));
+  }
+}
+
+template <bool Nibbles, bool Stream, class Out>
+LOWBIT_TARGET_AVX512 inline std::size_t dequantize_groups_impl(const int_dequantize_job& j, Out* y, std::size_t first,
+                                                               std::size_t last) noexcept {
+  const std::size_t len = j.group_length;
+  const bool offsets = j.zeros != nullptr && j.zeros_are_offsets;
+  for (std::size_t g0 = first; g0 < last; g0 += 8) {
+    const std::size_t m = last - g0 < 8 ? last - g0 : 8;
+    a2::dq_batch b;
+    a2::dequant_params(j, g0, m, b);
+    for (std::size_t k = 0; k < b.done; ++k) {
+      const std::size_t g = g0 + k;
+      const std::uint8_t* codes = Nibbles ? j.codes + g * len / 2 : j.codes + g * len;
+      if (offsets) {
+        const values_offset f{_mm512_set1_pd(static_cast<double>(b.sv[k])), _mm512_set1_pd(static_cast<double>(b.zf[k]))};
+        dequantize_run<Nibbles, Stream>(codes, len, f, y + g * len);
+      } else {
+        const int zp = j.zeros == nullptr ? j.zero_point : static_cast<int>(b.zf[k]);
+        const values_zp f{_mm512_set1_ps(b.sv[k]), _mm512_set1_epi32(zp)};
+        if (Nibbles) {
+          const __m512i all = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+          const __m512 table = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(all, f.z)), f.s);
+          dequantize_nibbles<Stream>(codes, len, table, y + g * len);
+        } else {
+          dequantize_run<Nibbles, Stream>(codes, len, f, y + g * len);
+        }
+      }
+    }
+    if (b.stop != 0) return g0 + b.done;
+  }
+  return last;
+}
+
+}  // namespace int_detail
+
+// The entry points (dispatch.hpp), in the caller's IEEE scope as the AVX2 ones.
+
+// avx2::quantize_symmetric's contract. INT4 in groups of 32 packed to nibbles stays on the AVX2
+// kernel (its hot case, two groups per 32-byte store): the AVX-512 one measured 0.83-0.98x of it
+// in cache (docs/performance.md, "AVX-512 integer schemes").
+inline std::size_t quantize_symmetric(const int_symmetric_job& j, std::size_t first, std::size_t last) noexcept {
+  if (j.pack_nibbles && j.group_length == 32) return avx2::quantize_symmetric(j, first, last);
+  return j.pack_nibbles ? int_detail::quantize_symmetric_impl<true>(j, first, last)
+                        : int_detail::quantize_symmetric_impl<false>(j, first, last);
+}
+
+// avx2::quantize_affine's contract.
+inline std::size_t quantize_affine(const int_affine_job& j, std::size_t first, std::size_t last) noexcept {
+  return j.pack_nibbles ? int_detail::quantize_affine_impl<true>(j, first, last)
+                        : int_detail::quantize_affine_impl<false>(j, first, last);
+}
+
+// avx2::dequantize_groups's contract. Large float outputs are written with non-temporal stores
+// when every store is a whole aligned zmm (y 64-byte aligned, groups a multiple of 16); one that
+// only the AVX2 path can stream (32-byte alignment) goes there.
+inline std::size_t dequantize_groups(const int_dequantize_job& j, std::size_t first, std::size_t last) noexcept {
+  if (j.y_bf16 != nullptr) {
+    return j.packed_nibbles ? int_detail::dequantize_groups_impl<true, false>(j, j.y_bf16, first, last)
+                            : int_detail::dequantize_groups_impl<false, false>(j, j.y_bf16, first, last);
+  }
+  if ((last - first) * j.group_length >= avx2::stream_threshold_bytes / sizeof(float)) {
+    const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(j.y);
+    if (a % 64 == 0 && j.group_length % 16 == 0) {
+      const std::size_t r = j.packed_nibbles ? int_detail::dequantize_groups_impl<true, true>(j, j.y, first, last)
+                                             : int_detail::dequantize_groups_impl<false, true>(j, j.y, first, last);
+      _mm_sfence();
+      return r;
+    }
+    if (avx2::int_detail::streams_f32(j.y, (last - first) * j.group_length, j.group_length))
+      return avx2::dequantize_groups(j, first, last);
+  }
+  return j.packed_nibbles ? int_detail::dequantize_groups_impl<true, false>(j, j.y, first, last)
+                          : int_detail::dequantize_groups_impl<false, false>(j, j.y, first, last);
+}
+
+}  // namespace avx512
+}  // namespace kernels
+}  // namespace lowbit
+
+LOWBIT_AVX512_WARNINGS_END
+
+#endif  // LOWBIT_HAS_AVX512_KERNELS
+
+#endif  // LOWBIT_KERNELS_INTEGER_AVX512_HPP
