@@ -1,12 +1,13 @@
-// lowbit benchmarks: the bulk format conversions (lowbit/convert.hpp), each on the scalar path and
-// the AVX2 path side by side (lowbit::scoped_isa), on a cache-resident input (16384 elements) and
+// lowbit benchmarks: the bulk format conversions (lowbit/convert.hpp), each on the scalar path, the
+// AVX2 path and, where the CPU has it, the AVX-512 path side by side (lowbit::scoped_isa), on a cache-resident input (16384 elements) and
 // a DRAM-sized one (4096 x 4096), single-threaded, next to the machine's ceilings (baselines.hpp).
 //
 // Names: convert/<source>-><destination>[/<mode>]/<isa>/<elements>. Items are elements; bytes are
 // source plus destination bytes. docs/performance.md has the table, the command and the ratios.
 //
 // The encoders again on every input distribution of baselines.hpp (range, unit, weights, tiny,
-// log_spread, subnormal), on the SIMD path: inputs/<kernel>/<distribution>/<isa>/<elements>.
+// log_spread, subnormal), on each SIMD path: inputs/<kernel>/<distribution>/<isa>/<elements>.
+// (An operation without an AVX-512 kernel runs its AVX2 one on the avx512 path.)
 #include <benchmark/benchmark.h>
 
 #include <cstddef>
@@ -14,6 +15,7 @@
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include <lowbit/convert.hpp>
 #include <lowbit/core/cpu.hpp>
@@ -143,17 +145,26 @@ void distribution_bench(benchmark::State& state, std::size_t n, isa which, lowbi
   set_counters(state, n, n * sizeof(float) + bytes);
 }
 
+// The SIMD paths this CPU has: avx2, avx512.
+std::vector<isa> simd_isas() {
+  std::vector<isa> v;
+  for (const isa i : {isa::avx2, isa::avx512})
+    if (lowbit::is_supported(i)) v.push_back(i);
+  return v;
+}
+
 template <class T, bool Packed = false>
 void add_distributions(const std::string& name) {
   using lowbit_bench::distribution;
   for (const std::size_t n : {lowbit_bench::cache_elements, lowbit_bench::dram_elements}) {
     for (const distribution d : {distribution::range, distribution::unit, distribution::weights, distribution::tiny,
                                  distribution::log_spread, distribution::subnormal}) {
-      const isa which = lowbit::detected_isa();
-      const std::string full = "inputs/" + name + "/" + lowbit_bench::distribution_name(d) + "/" +
-                               lowbit::isa_name(which) + "/" + std::to_string(n);
-      benchmark::RegisterBenchmark(full.c_str(),
-                                   [n, which, d](benchmark::State& s) { distribution_bench<T, Packed>(s, n, which, d); });
+      for (const isa which : simd_isas()) {
+        const std::string full = "inputs/" + name + "/" + lowbit_bench::distribution_name(d) + "/" +
+                                 lowbit::isa_name(which) + "/" + std::to_string(n);
+        benchmark::RegisterBenchmark(full.c_str(),
+                                     [n, which, d](benchmark::State& s) { distribution_bench<T, Packed>(s, n, which, d); });
+      }
     }
   }
 }
@@ -161,7 +172,9 @@ void add_distributions(const std::string& name) {
 template <class Fn>
 void add(const std::string& name, Fn fn) {
   for (const std::size_t n : {lowbit_bench::cache_elements, lowbit_bench::dram_elements}) {
-    for (const isa which : {isa::scalar, isa::avx2}) {
+    std::vector<isa> paths = simd_isas();
+    paths.insert(paths.begin(), isa::scalar);
+    for (const isa which : paths) {
       const std::string full = "convert/" + name + "/" + lowbit::isa_name(which) + "/" + std::to_string(n);
       benchmark::RegisterBenchmark(full.c_str(), [fn, n, which](benchmark::State& s) { fn(s, n, which); });
     }

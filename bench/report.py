@@ -10,7 +10,10 @@ docs/performance.md.
 Every figure is the median over the repetitions. Ratios are taken within the run: the AVX2 path
 against the scalar path of the same kernel, and a kernel against the trivial loop of the same
 size in the same binary: an encoding or a quantizer against float32 -> int8 (baseline/f32_to_i8),
-a decoding or a dequantizer against int8 -> float32 (baseline/i8_to_f32).
+a decoding or a dequantizer against int8 -> float32 (baseline/i8_to_f32). Where the run has an
+avx512 path, a second table quotes each kernel's AVX-512 path against its AVX2 path and against the
+AVX-512 trivial loops (baseline/f32_to_i8_avx512, baseline/i8_to_f32_avx512); the input
+distribution rows of the avx512 path are quoted against the AVX-512 loop too.
 
 bench_convert gives one row per kernel and size (names convert/<kernel>/<isa>/<n>), and for the
 encoders on every input distribution one row per kernel and size with a column per distribution
@@ -55,7 +58,7 @@ def baselines(m, sizes):
     print("| baseline | elements | G elem/s | GB/s |")
     print("|---|---:|---:|---:|")
     for n in sizes:
-        for b in ("memcpy", "sum_f32", "f32_to_i8", "i8_to_f32"):
+        for b in ("memcpy", "sum_f32", "f32_to_i8", "i8_to_f32", "f32_to_i8_avx512", "i8_to_f32_avx512"):
             key = "baseline/%s/%d" % (b, n)
             if key in m:
                 print("| %s | %d | %.2f | %.1f |" % (b, n, m[key][0] / 1e9, m[key][1] / 1e9))
@@ -85,6 +88,32 @@ def convert_table(m, sizes):
                 ratio(100 * avx2[0], base, "%.0f%%"), "(i8->f32)" if decode else "(f32->i8)"))
 
 
+def avx512_table(m, sizes):
+    """Each kernel's AVX-512 path against its AVX2 path and the AVX-512 trivial loops."""
+    kernels = split(m, "convert")
+    if not any("avx512" in r for r in kernels.values()):
+        return
+
+    def is_decode(kernel):
+        return kernel.endswith("->f32") or kernel.split("->")[0] not in ("f32", "f16", "bf16")
+
+    print()
+    print("| kernel | elements | AVX2 G elem/s | AVX-512 G elem/s | AVX-512 / AVX2 | AVX-512 / AVX-512 trivial loop |")
+    print("|---|---:|---:|---:|---:|---:|")
+    order = sorted(dict.fromkeys(name for name, _ in kernels), key=lambda k: (is_decode(k), k.split("->")[0] != "f32", k))
+    for n in sizes:
+        for kernel in order:
+            r = kernels.get((kernel, n))
+            if not r or "avx512" not in r:
+                continue
+            decode = is_decode(kernel)
+            loop = "i8_to_f32_avx512" if decode else "f32_to_i8_avx512"
+            base = m.get("baseline/%s/%d" % (loop, n), (0, 0))[0]
+            a2, a5 = r.get("avx2", (0, 0))[0], r["avx512"][0]
+            print("| %s | %d | %.2f | %.2f | %s | %s |" % (
+                kernel, n, a2 / 1e9, a5 / 1e9, ratio(a5, a2, "%.2fx"), ratio(100 * a5, base, "%.0f%%")))
+
+
 DISTRIBUTIONS = ("range", "unit", "weights", "tiny", "log_spread", "subnormal")
 
 
@@ -100,10 +129,11 @@ def inputs_table(m, sizes):
     print("| kernel | isa | elements | " + " | ".join(DISTRIBUTIONS) + " | worst / best | worst / trivial loop |")
     print("|---|---|---:|" + "---:|" * len(DISTRIBUTIONS) + "---:|---:|")
     for n in sizes:
-        base = m.get("baseline/f32_to_i8/%d" % n, (0, 0))[0]
-        for (kernel, isa, size), r in sorted(rows.items(), key=lambda kv: (kv[0][2], kv[0][0])):
+        for (kernel, isa, size), r in sorted(rows.items(), key=lambda kv: (kv[0][2], kv[0][0], kv[0][1])):
             if size != n:
                 continue
+            loop = "f32_to_i8_avx512" if isa == "avx512" else "f32_to_i8"
+            base = m.get("baseline/%s/%d" % (loop, n), (0, 0))[0]
             values = [r.get(d, 0.0) for d in DISTRIBUTIONS]
             present = [x for x in values if x]
             worst, best = min(present), max(present)
@@ -144,6 +174,7 @@ def main():
     for prefix in sorted(prefixes):
         if prefix == "convert":
             convert_table(m, sizes)
+            avx512_table(m, sizes)
         elif prefix == "inputs":
             inputs_table(m, sizes)
         else:

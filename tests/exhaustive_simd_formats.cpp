@@ -1,23 +1,28 @@
-// Exhaustive: the AVX2 conversion path against the scalar path on every float32 input.
+// Exhaustive: the SIMD conversion paths (AVX2, and AVX-512 where the CPU has it) against the scalar
+// path on every float32 input.
 //
 // For each FP8 / FP6 / FP4 / E8M0 format, float16 and bfloat16, all 2^32 float32 bit patterns go
-// through lowbit::convert on the AVX2 path and through the scalar reference loop
+// through the bulk conversion on every SIMD path (lowbit::detail::encode_on, the dispatch of
+// lowbit::convert with the path given, so that the threads need no process-wide switch) and
+// through the scalar reference loop
 // (kernels/convert/scalar.hpp, the codec element by element) under lowbit's default policy
 // (round to nearest even, saturating), and the codes must be equal bit for bit. Two more modes
 // are swept on every 7th pattern (an odd stride: every residue of the low mantissa bits occurs,
 // at a seventh of the cost): non-saturating overflow (the same kernel with another limit) and
-// round toward zero (saturating), the other mode of encode_block_direct. The AVX2 calls run with MXCSR's
+// round toward zero (saturating), the other mode of encode_block_direct. The reference runs once per
+// chunk and every SIMD path is compared with it, so AVX-512 adds its own conversions only (about a
+// second per format and mode). The SIMD calls run with MXCSR's
 // flush-to-zero and denormals-are-zero set and rounding toward +Inf, the scalar ones with MXCSR at
 // its default, so the sweep also shows that the environment changes nothing.
 // (exhaustive_formats.cpp checks the scalar codec against an independent reference on the same
-// inputs; together they cover the AVX2 path against the formats' definitions.)
+// inputs; together they cover the SIMD paths against the formats' definitions.)
 //
 // Consecutive bit patterns go through in chunks of 2^16, one contiguous range per thread, so
 // every block shape the kernels distinguish (all normal, subnormal results, zeros, NaN, Inf,
 // overflow) occurs. The cost is the scalar reference: about 15 s per format and mode on one core
-// of a 2.6 GHz Xeon; the AVX2 path does 2^32 in about a second.
+// of a 2.6 GHz Xeon; each SIMD path does 2^32 in about a second.
 //
-// Prints, per format and mode, the conversions checked, the mismatches, the first (smallest
+// Prints, per format, mode and SIMD path, the conversions checked, the mismatches, the first (smallest
 // input) mismatch in hex, and the elapsed time. LOWBIT_EXHAUSTIVE_STRIDE=k multiplies every
 // mode's stride by k (development runs); default 1.
 #include <gtest/gtest.h>
@@ -90,9 +95,11 @@ constexpr mode modes[] = {{"saturate", overflow::saturate, lowbit::rounding::nea
                           {"toward_zero/7", overflow::saturate, lowbit::rounding::toward_zero, 7}};
 constexpr int mode_count = sizeof modes / sizeof modes[0];
 
-// Sweeps [begin, end) of the stride-spaced patterns under mode m.
+// Sweeps [begin, end) of the stride-spaced patterns under mode m, on every path of `paths`
+// (out[k] tallies paths[k]).
 template <class T>
-void sweep(const mode& m, std::uint64_t begin, std::uint64_t end, std::uint64_t stride, tally& out) {
+void sweep(const mode& m, std::uint64_t begin, std::uint64_t end, std::uint64_t stride,
+           const std::vector<lowbit::isa>& paths, std::vector<tally>& out) {
   constexpr std::size_t chunk = 1 << 16;
   std::vector<float> x(chunk);
   std::vector<T> simd(chunk), scalar(chunk);
@@ -105,53 +112,58 @@ void sweep(const mode& m, std::uint64_t begin, std::uint64_t end, std::uint64_t 
       const std::uint32_t b = static_cast<std::uint32_t>((k + i) * stride);
       std::memcpy(&x[i], &b, sizeof b);
     }
-    {
-      const hostile_env env;
-      lowbit::convert(x.data(), simd.data(), n, p);  // the AVX2 path (selected by the caller)
-    }
     lowbit::kernels::scalar::encode(x.data(), scalar.data(), n, p, nullptr);
-    if (std::memcmp(simd.data(), scalar.data(), n * sizeof(T)) != 0) {
-      for (std::size_t i = 0; i < n; ++i)
-        if (simd[i].bits() != scalar[i].bits()) {
-          std::uint32_t b;
-          std::memcpy(&b, &x[i], sizeof b);
-          out.add(b, simd[i].bits(), scalar[i].bits());
-        }
+    for (std::size_t j = 0; j < paths.size(); ++j) {
+      {
+        const hostile_env env;
+        lowbit::detail::encode_on(paths[j], x.data(), simd.data(), n, p, nullptr);
+      }
+      if (std::memcmp(simd.data(), scalar.data(), n * sizeof(T)) != 0) {
+        for (std::size_t i = 0; i < n; ++i)
+          if (simd[i].bits() != scalar[i].bits()) {
+            std::uint32_t b;
+            std::memcpy(&b, &x[i], sizeof b);
+            out[j].add(b, simd[i].bits(), scalar[i].bits());
+          }
+      }
+      out[j].checked += n;
     }
-    out.checked += n;
   }
 }
 
 template <class T>
 void run_format() {
-  if (!lowbit::is_supported(lowbit::isa::avx2)) GTEST_SKIP() << "no AVX2 path on this build/CPU";
-  const lowbit::scoped_isa use(lowbit::isa::avx2);  // process-wide, for the worker threads too
-  ASSERT_EQ(lowbit::active_isa(), lowbit::isa::avx2);
+  const std::vector<lowbit::isa> paths = lowbit_test::simd_paths();
+  if (paths.empty()) GTEST_SKIP() << "no SIMD path on this build/CPU";
 
   const unsigned threads = thread_count();
   const auto start = std::chrono::steady_clock::now();
   for (const mode& m : modes) {
     const std::uint64_t stride = stride_from_env() * m.stride;
     const std::uint64_t count = ((std::uint64_t{1} << 32) + stride - 1) / stride;
-    std::vector<tally> parts(threads);
+    std::vector<std::vector<tally>> parts(threads, std::vector<tally>(paths.size()));
     std::vector<std::thread> pool;
     for (unsigned t = 0; t < threads; ++t) {
       const std::uint64_t begin = count * t / threads, end = count * (t + 1) / threads;
-      pool.emplace_back([&parts, &m, t, begin, end, stride] { sweep<T>(m, begin, end, stride, parts[t]); });
+      pool.emplace_back([&parts, &m, &paths, t, begin, end, stride] { sweep<T>(m, begin, end, stride, paths, parts[t]); });
     }
     for (std::thread& th : pool) th.join();
-    tally all;
-    for (const tally& part : parts) all.merge(part);
-    std::printf("[ %-16s] %-13s %11" PRIu64 " inputs, %" PRIu64 " mismatches\n", T::format::name, m.name, all.checked,
-                all.mismatches);
-    if (all.any)
-      std::printf("    first mismatch: input 0x%08" PRIX32 ": AVX2 0x%02" PRIX32 ", scalar 0x%02" PRIX32 "\n", all.input,
-                  all.got, all.expected);
-    EXPECT_EQ(all.checked, count) << T::format::name << " " << m.name;
-    EXPECT_EQ(all.mismatches, 0u) << T::format::name << " " << m.name;
+    for (std::size_t j = 0; j < paths.size(); ++j) {
+      tally all;
+      for (const auto& part : parts) all.merge(part[j]);
+      const char* path = lowbit::isa_name(paths[j]);
+      std::printf("[ %-16s] %-13s %-6s %11" PRIu64 " inputs, %" PRIu64 " mismatches\n", T::format::name, m.name, path,
+                  all.checked, all.mismatches);
+      if (all.any)
+        std::printf("    first mismatch: input 0x%08" PRIX32 ": %s 0x%02" PRIX32 ", scalar 0x%02" PRIX32 "\n", all.input,
+                    path, all.got, all.expected);
+      EXPECT_EQ(all.checked, count) << T::format::name << " " << m.name << " " << path;
+      EXPECT_EQ(all.mismatches, 0u) << T::format::name << " " << m.name << " " << path;
+    }
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("[ %-16s] %d modes, %u threads: %.1f s\n", T::format::name, mode_count, threads, seconds);
+  std::printf("[ %-16s] %d modes, %zu SIMD paths, %u threads: %.1f s\n", T::format::name, mode_count, paths.size(),
+              threads, seconds);
   std::fflush(stdout);
 }
 

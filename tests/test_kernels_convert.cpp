@@ -131,6 +131,14 @@ std::vector<std::pair<std::size_t, std::size_t>> pieces(std::size_t n) {
   return p;
 }
 
+// The paths compared with the scalar reference: every SIMD path this build and CPU have (AVX2,
+// AVX-512), then scalar itself through the public dispatch.
+std::vector<isa> checked_paths() {
+  std::vector<isa> p = lowbit_test::simd_paths();
+  p.push_back(isa::scalar);
+  return p;
+}
+
 constexpr std::uint8_t canary = 0xA5;
 constexpr std::size_t guard = 40;  // canary bytes on each side
 
@@ -210,7 +218,7 @@ void check_encode(const std::vector<From>& src, const policy& p, const std::vect
         lowbit::kernels::scalar::encode(s, reinterpret_cast<T*>(d), len, p, rs);
     }, name);
     for (const fp_env& env : environments) {
-      for (const isa path : {isa::avx2, isa::scalar}) {
+      for (const isa path : checked_paths()) {
         const std::string what = name + ", " + lowbit::isa_name(path) + ", " + env.name + ", offset " +
                                  std::to_string(off) + ", length " + std::to_string(len);
         const std::size_t shift = (off * 7 + len) % (Packed ? 32 : 32 / sizeof(T)) * (Packed ? 1 : sizeof(T));
@@ -245,7 +253,7 @@ void check_decode(const std::vector<std::uint8_t>& bytes, const std::string& nam
         lowbit::kernels::scalar::decode(reinterpret_cast<const T*>(s), reinterpret_cast<float*>(d), len);
     }, name);
     for (const fp_env& env : environments) {
-      for (const isa path : {isa::avx2, isa::scalar}) {
+      for (const isa path : checked_paths()) {
         const std::string what = name + ", " + lowbit::isa_name(path) + ", " + env.name + ", offset " +
                                  std::to_string(off) + ", length " + std::to_string(len);
         const std::vector<std::uint8_t> got = run_guarded(len * 4, 4 * ((off + len) % 8), [&](std::uint8_t* d) {
@@ -596,6 +604,56 @@ TYPED_TEST(Packed, DecodeEveryByte) {
   check_decode<TypeParam, true>(bytes, std::string(TypeParam::format::name) + " packed -> float");
 }
 
+// Every length 0..130 (the AVX-512 step is 64, AVX2's 32), from a misaligned source into a
+// destination at every offset in its line, with NaN, Inf, subnormal and overflowing inputs among
+// them: unpacked and, for 4- and 6-bit formats, packed, against the scalar reference.
+template <class T>
+class Tails : public ::testing::Test {};
+TYPED_TEST_SUITE(Tails, all_formats, format_names);
+
+TYPED_TEST(Tails, EveryLengthEveryPath) {
+  REQUIRE_AVX2();
+  using T = TypeParam;
+  std::vector<float> x = random_patterns(140, 77);
+  const float specials[] = {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::infinity(), std::numeric_limits<float>::denorm_min(),
+                            -static_cast<float>(std::numeric_limits<T>::min()) / 3, 1e30f, -1e30f, -0.0f};
+  for (std::size_t i = 0; i < x.size(); i += 9) x[i] = specials[(i / 9) % 8];
+  for (std::size_t i = 4; i < x.size(); i += 9) x[i] = -float_from_bits(0x7FC12345u);  // a NaN with payload
+  constexpr bool packable = T::format::bits == 4 || T::format::bits == 6;
+  for (const rounding rm : {rounding::nearest_even, rounding::toward_zero}) {
+    policy p;
+    p.rm = rm;
+    for (std::size_t len = 0; len <= 130; ++len) {
+      const float* src = x.data() + 1;
+      for (int packed = 0; packed < (packable ? 2 : 1); ++packed) {
+        const std::size_t bytes = packed != 0 ? lowbit::packed_bytes(len, T::format::bits) : len * sizeof(T);
+        const auto write = [&](std::uint8_t* d) {
+          if constexpr (packable) {
+            if (packed != 0) return lowbit::convert_packed<T>(src, d, len, p);
+          }
+          lowbit::convert(src, reinterpret_cast<T*>(d), len, p);
+        };
+        const std::vector<std::uint8_t> expected = run_guarded(bytes, 0, [&](std::uint8_t* d) {
+          const lowbit::scoped_isa use(isa::scalar);
+          write(d);
+        }, "reference");
+        for (const isa path : checked_paths()) {
+          const std::string what = std::string(T::format::name) + (packed != 0 ? " packed, " : ", ") +
+                                   lowbit::isa_name(path) + ", length " + std::to_string(len);
+          const std::vector<std::uint8_t> got = run_guarded(bytes, (len * 3) % 32 / sizeof(T) * sizeof(T), [&](std::uint8_t* d) {
+            const lowbit::scoped_isa use(path);
+            const lowbit_test::mxcsr_scope fp(lowbit_test::mxcsr_ftz | lowbit_test::mxcsr_daz | lowbit_test::mxcsr_round_up);
+            write(d);
+          }, what);
+          ASSERT_TRUE(same_bytes(got, expected.data(), packed != 0 ? T::format::bits : 8 * sizeof(T),
+                                 [&](std::size_t e) { return bits_of(src[e]); }, what));
+        }
+      }
+    }
+  }
+}
+
 // Packing agrees with core/packing.hpp's layout, element by element, for every odd length.
 TEST(PackedLayout, MatchesPackingHelpers) {
   REQUIRE_AVX2();
@@ -633,8 +691,9 @@ void check_large_decode(const std::string& name) {
   else
     lowbit::kernels::scalar::decode(reinterpret_cast<const T*>(src.data()), expected.data(), n);
   std::vector<float> buffer(n + 16);  // room to align, shift by up to 7 and check one past the end
-  const lowbit::scoped_isa use(isa::avx2);
+  for (const isa path : lowbit_test::simd_paths())
   for (std::size_t shift = 0; shift < 8; ++shift) {  // dst % 32 = 0, 4, ..., 28 bytes
+    const lowbit::scoped_isa use(path);
     float* base = buffer.data();
     while (reinterpret_cast<std::uintptr_t>(base) % 32 != 0) ++base;
     float* dst = base + shift;
@@ -643,7 +702,8 @@ void check_large_decode(const std::string& name) {
       lowbit::convert_packed<T>(src.data(), dst, n);
     else
       lowbit::convert(reinterpret_cast<const T*>(src.data()), dst, n);
-    ASSERT_EQ(std::memcmp(dst, expected.data(), n * sizeof(float)), 0) << name << ", dst % 32 = " << 4 * shift;
+    ASSERT_EQ(std::memcmp(dst, expected.data(), n * sizeof(float)), 0)
+        << name << ", " << lowbit::isa_name(path) << ", dst % 32 = " << 4 * shift;
     if (shift > 0) {
       ASSERT_EQ(dst[-1], -7.0f) << name << ": wrote before the destination";
     }
@@ -655,6 +715,7 @@ TEST(LargeDecode, StreamingStoresGiveTheScalarResult) {
   REQUIRE_AVX2();
   check_large_decode<lowbit::float8_e4m3fn, false>("e4m3fn -> float");
   check_large_decode<lowbit::float8_e5m2, false>("e5m2 -> float");
+  check_large_decode<lowbit::float8_e4m3fnuz, false>("e4m3fnuz -> float");
   check_large_decode<lowbit::float6_e3m2fn, false>("e3m2fn -> float");
   check_large_decode<lowbit::bfloat16, false>("bfloat16 -> float");
   check_large_decode<lowbit::float16, false>("float16 -> float");
@@ -686,15 +747,16 @@ void check_large_encode(const policy& p, bool stochastic, const std::string& nam
   std::vector<std::uint8_t> buffer(bytes + 64 + 1);
   std::uint8_t* base = buffer.data();
   while (reinterpret_cast<std::uintptr_t>(base) % 32 != 0) ++base;
-  const lowbit::scoped_isa use(isa::avx2);
+  for (const isa path : lowbit_test::simd_paths())
   for (std::size_t shift = 0; shift < 32; shift += sizeof(T) == 2 ? 6 : 5) {
+    const lowbit::scoped_isa use(path);
     std::uint8_t* dst = base + shift;
     std::fill(buffer.begin(), buffer.end(), std::uint8_t{0xA5});
     if constexpr (Packed)
       lowbit::convert_packed<T>(x.data(), dst, n, p, rb);
     else
       lowbit::convert(x.data(), reinterpret_cast<T*>(dst), n, p, rb);
-    ASSERT_EQ(std::memcmp(dst, expected.data(), bytes), 0) << name << ", dst % 32 = " << shift;
+    ASSERT_EQ(std::memcmp(dst, expected.data(), bytes), 0) << name << ", " << lowbit::isa_name(path) << ", dst % 32 = " << shift;
     ASSERT_EQ(dst[bytes], 0xA5) << name << ": wrote past the destination";
     if (shift > 0) {
       ASSERT_EQ(dst[-1], 0xA5) << name << ": wrote before the destination";
@@ -711,6 +773,7 @@ TEST(LargeEncode, StreamingStoresGiveTheScalarResult) {
   check_large_encode<lowbit::bfloat16, false>(policy{}, false, "float -> bfloat16");
   check_large_encode<lowbit::float4_e2m1fn, true>(policy{}, false, "float -> e2m1fn packed");
   check_large_encode<lowbit::float6_e3m2fn, true>(policy{}, false, "float -> e3m2fn packed");
+  check_large_encode<lowbit::float16, false>(policy{}, false, "float -> float16");
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -727,7 +790,7 @@ void check_in_place(const std::string& name) {
     const std::vector<float> x = random_patterns(n, 7);
     std::vector<From> src(n);
     for (std::size_t i = 0; i < n; ++i) src[i] = From::from_bits(static_cast<typename From::format::storage>(float_bits(x[i]) >> 16));
-    for (isa path : {isa::scalar, isa::avx2}) {
+    for (isa path : checked_paths()) {
       const lowbit::scoped_isa use(path);
       std::vector<To> expected(n);
       lowbit::convert(src.data(), expected.data(), n);

@@ -1,8 +1,10 @@
 // lowbit: bulk conversions between float and the lowbit formats.
 //
 // Each call is bit-identical to encode/decode applied element by element (the scalar codec is the
-// reference). The work is done by kernels/: the AVX2 kernels when the CPU has AVX2+FMA+F16C and
-// lowbit::active_isa() says so (core/cpu.hpp), the scalar loops otherwise. Which path ran never
+// reference). The work is done by kernels/: the AVX-512 kernels where the CPU has AVX-512 and the
+// operation has one (float32 into every format under nearest-even or toward-zero with a simple
+// policy; the FP8/FP6 decoders: kernels/convert/avx512.hpp), the AVX2 kernels when the CPU has
+// AVX2+FMA+F16C, as lowbit::active_isa() says (core/cpu.hpp), the scalar loops otherwise. Which path ran never
 // changes the bytes written, whatever the caller's MXCSR (flush-to-zero, denormals-are-zero).
 //
 // AVX2 coverage: float, float16 and bfloat16 into every format; every format of at most 8 bits
@@ -36,6 +38,7 @@
 #include "core/span.hpp"
 #include "formats/types.hpp"
 #include "kernels/convert/avx2.hpp"
+#include "kernels/convert/avx512.hpp"
 #include "kernels/convert/scalar.hpp"
 
 namespace lowbit {
@@ -55,6 +58,77 @@ inline status convert_arguments(const From* src, std::size_t src_count, const To
   return check_buffers({in}, {out});
 }
 
+// The bulk calls on a given path (one that is_supported: active_isa() or below it), for
+// convert() and convert_packed() below, and for the tests that compare the paths in one process.
+// Each path takes the kernels it has and hands the rest down: AVX-512, then AVX2, then scalar.
+template <class From, class T>
+void encode_on(isa path, const From* src, T* dst, std::size_t n, const policy& p,
+               const std::uint32_t* random_bits) noexcept {
+#if LOWBIT_HAS_AVX512_KERNELS
+  if constexpr (kernels::avx512::can_encode<From, T>::value) {
+    if (path >= isa::avx512 && kernels::avx512::covers<typename T::format>(p)) {
+      kernels::avx512::encode(src, dst, n, p);
+      return;
+    }
+  }
+#endif
+#if LOWBIT_HAS_AVX2_KERNELS
+  if constexpr (kernels::avx2::can_encode<From, T>::value) {
+    if (path >= isa::avx2 && kernels::avx2::supports_policy<typename T::format>(p)) {
+      kernels::avx2::encode(src, dst, n, p, random_bits);
+      return;
+    }
+  }
+#endif
+  (void)path;
+  kernels::scalar::encode(src, dst, n, p, random_bits);
+}
+
+template <class T, class From>
+void encode_packed_on(isa path, const From* src, std::uint8_t* dst, std::size_t n, const policy& p,
+                      const std::uint32_t* random_bits) noexcept {
+#if LOWBIT_HAS_AVX512_KERNELS
+  if constexpr (kernels::avx512::can_encode<From, T>::value) {
+    if (path >= isa::avx512 && kernels::avx512::covers<typename T::format>(p)) {
+      kernels::avx512::encode_packed<T>(src, dst, n, p);
+      return;
+    }
+  }
+#endif
+#if LOWBIT_HAS_AVX2_KERNELS
+  if constexpr (kernels::avx2::can_encode<From, T>::value) {
+    if (path >= isa::avx2 && kernels::avx2::supports_policy<typename T::format>(p)) {
+      kernels::avx2::encode_packed<T>(src, dst, n, p, random_bits);
+      return;
+    }
+  }
+#endif
+  (void)path;
+  kernels::scalar::encode_packed<T>(src, dst, n, p, random_bits);
+}
+
+template <class F>
+void decode_on(isa path, const minifloat<F>* src, float* dst, std::size_t n) noexcept {
+#if LOWBIT_HAS_AVX512_KERNELS
+  if constexpr (kernels::avx512::can_decode<F>::value) {
+    if (path >= isa::avx512) {
+      kernels::avx512::decode(src, dst, n);
+      return;
+    }
+  }
+#endif
+#if LOWBIT_HAS_AVX2_KERNELS
+  if constexpr (kernels::avx2::can_decode<F>::value) {
+    if (path >= isa::avx2) {
+      kernels::avx2::decode(src, dst, n);
+      return;
+    }
+  }
+#endif
+  (void)path;
+  kernels::scalar::decode(src, dst, n);
+}
+
 }  // namespace detail
 
 // Rounds n values of src (float, double, or any lowbit type) into dst under policy p.
@@ -65,15 +139,7 @@ template <class From, class T, std::enable_if_t<is_minifloat<T>::value && detail
 void convert(const From* src, T* dst, std::size_t n, const policy& p,
              const std::uint32_t* random_bits = nullptr) noexcept {
   LOWBIT_ASSERT(detail::convert_arguments(src, n, dst, n).ok());
-#if LOWBIT_HAS_AVX2_KERNELS
-  if constexpr (kernels::avx2::can_encode<From, T>::value) {
-    if (detail::use_avx2() && kernels::avx2::supports_policy<typename T::format>(p)) {
-      kernels::avx2::encode(src, dst, n, p, random_bits);
-      return;
-    }
-  }
-#endif
-  kernels::scalar::encode(src, dst, n, p, random_bits);
+  detail::encode_on(active_isa(), src, dst, n, p, random_bits);
 }
 
 template <class From, class T, std::enable_if_t<is_minifloat<T>::value && detail::is_encode_source<From>::value, int> = 0>
@@ -89,15 +155,7 @@ void convert(const From* src, T* dst, std::size_t n, overflow ov = overflow::sat
 template <class F>
 void convert(const minifloat<F>* src, float* dst, std::size_t n) noexcept {
   LOWBIT_ASSERT(detail::convert_arguments(src, n, dst, n).ok());
-#if LOWBIT_HAS_AVX2_KERNELS
-  if constexpr (kernels::avx2::can_decode<F>::value) {
-    if (detail::use_avx2()) {
-      kernels::avx2::decode(src, dst, n);
-      return;
-    }
-  }
-#endif
-  kernels::scalar::decode(src, dst, n);
+  detail::decode_on(active_isa(), src, dst, n);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -121,15 +179,7 @@ void convert_packed(const From* src, std::uint8_t* dst, std::size_t n, const pol
   static_assert(T::format::bits == 4 || T::format::bits == 6 || T::format::bits == 8,
                 "packed layouts exist for the 4-, 6- and 8-bit formats");
   LOWBIT_ASSERT(detail::convert_arguments(src, n, dst, packed_bytes<T>(n)).ok());
-#if LOWBIT_HAS_AVX2_KERNELS
-  if constexpr (kernels::avx2::can_encode<From, T>::value) {
-    if (detail::use_avx2() && kernels::avx2::supports_policy<typename T::format>(p)) {
-      kernels::avx2::encode_packed<T>(src, dst, n, p, random_bits);
-      return;
-    }
-  }
-#endif
-  kernels::scalar::encode_packed<T>(src, dst, n, p, random_bits);
+  detail::encode_packed_on<T>(active_isa(), src, dst, n, p, random_bits);
 }
 
 template <class T, class From,

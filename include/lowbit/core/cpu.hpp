@@ -60,6 +60,13 @@
 #if LOWBIT_HAS_AVX2_KERNELS && !defined(LOWBIT_AVX2_ASSUMED) && (defined(__GNUC__) || defined(__clang__))
 #define LOWBIT_HAS_AVX512_KERNELS 1
 #define LOWBIT_TARGET_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512dq,avx512vl")))
+// The helpers of the AVX-512 kernels: inlined into their callers when optimising (as
+// LOWBIT_AVX2_INLINE, kernels/avx2_common.hpp).
+#if defined(__OPTIMIZE__)
+#define LOWBIT_AVX512_INLINE LOWBIT_TARGET_AVX512 inline __attribute__((always_inline))
+#else
+#define LOWBIT_AVX512_INLINE LOWBIT_TARGET_AVX512 inline
+#endif
 #else
 #define LOWBIT_HAS_AVX512_KERNELS 0
 #endif

@@ -27,6 +27,10 @@
 // lanes (NaN 0x7FC0 with the code's sign, as codec.hpp's pack_float): arithmetic for the normal
 // numbers, a vpshufb table for the subnormals (half_from_codes).
 //
+// The per-lane arithmetic that the AVX-512 kernels (avx512.hpp) share, path 1's direct_code with
+// normal_t and the decoders' half_twin_bits, is written once over the vector width in lanes.hpp
+// (kernels/vec.hpp's traits) and included below for 256 bits.
+//
 // Policies: all rounding modes, both overflow modes, and every special-value knob except
 // unsigned_input::invalid and unsigned_range::before_rounding on unsigned formats (E8M0), which
 // the dispatcher sends to the scalar path (see supports_policy).
@@ -48,6 +52,7 @@
 #include "../../formats/minifloat.hpp"
 #include "../../formats/spec.hpp"
 #include "../avx2_common.hpp"
+#include "../vec.hpp"
 #include "../fp_env.hpp"
 
 #ifndef LOWBIT_PREFETCH_BYTES
@@ -426,40 +431,62 @@ LOWBIT_AVX2_INLINE __m256i e5m2_canonical_nan(__m256i codes) {
   return _mm256_xor_si256(codes, _mm256_and_si256(is_nan, _mm256_xor_si256(mag, _mm256_set1_epi8(0x7E))));
 }
 
-// 16 codes of a half_twin format, code << 8 in 16-bit lanes -> float16 patterns of value *
-// 2^(bias - 15), NaN canonical. (E5M2 is float16's top byte already; its NaN codes are made
-// canonical on the bytes, by e5m2_canonical_nan.)
-// AtTop: the codes are at the top of their lanes already (code << (16 - bits); load_sextet_words).
-template <class F, bool AtTop = false>
-LOWBIT_AVX2_INLINE __m256i half_twin_bits(__m256i high) {
-  __m256i h;
-  if constexpr (half_twin<F>::e5m2fnuz) {
-    // Fields 2..31 are float16's 1..30 (the code << 8 minus 2^10); fields 0 and 1 (magnitudes
-    // 0..7, m * 2^-17) are float16 subnormals, the magnitude << 7. The larger of the two is the one.
-    const __m256i mag = _mm256_and_si256(high, _mm256_set1_epi16(0x7F00));
-    const __m256i normal = _mm256_sub_epi16(mag, _mm256_set1_epi16(0x0400));
-    h = _mm256_or_si256(_mm256_max_epi16(normal, _mm256_srli_epi16(mag, 1)),
-                        _mm256_and_si256(high, _mm256_set1_epi16(static_cast<short>(0x8000))));
-  } else {
-    constexpr int shift = 5 - F::exponent_bits;  // the exponent field's top bit down to bit 14
-    constexpr int up = 8 - F::bits;              // the sign up to bit 15 first (6-bit codes)
-    constexpr std::uint16_t keep = static_cast<std::uint16_t>(~(((1u << shift) - 1u) << (15 - shift)));
-    if constexpr (up > 0 && !AtTop) high = _mm256_slli_epi16(high, up);
-    h = _mm256_srai_epi16(high, shift);
-    if constexpr (shift > 0) h = _mm256_and_si256(h, _mm256_set1_epi16(static_cast<short>(keep)));
-  }
-  if constexpr (F::specials == special_values::fnuz) {
-    // The NaN code 0x80 lands on 0x8000 (-0); 0x8000 ^ 0xFE00 = 0x7E00.
-    const __m256i is_nan = _mm256_cmpeq_epi16(h, _mm256_set1_epi16(static_cast<short>(0x8000)));
-    h = _mm256_xor_si256(h, _mm256_and_si256(is_nan, _mm256_set1_epi16(static_cast<short>(0xFE00))));
-  } else if constexpr (F::specials == special_values::fn) {
-    // The NaN magnitude (all ones) lands on `at`; at ^ (at ^ 0x7E00) = 0x7E00.
-    constexpr std::uint16_t at = static_cast<std::uint16_t>(F::magnitude_mask << (10 - F::mantissa_bits));
-    const __m256i is_nan = _mm256_cmpeq_epi16(_mm256_and_si256(h, _mm256_set1_epi16(0x7FFF)), _mm256_set1_epi16(static_cast<short>(at)));
-    h = _mm256_xor_si256(h, _mm256_and_si256(is_nan, _mm256_set1_epi16(static_cast<short>(at ^ 0x7E00u))));
-  }
-  return h;
-}
+// The normal-range formula. For |x| in [2^min_exponent, Inf] the ulp is 2^(e - M) and the rounding
+// position is the constant bit S = 23 - M of |x|. With mn = K * 2^23 (the smallest normal's bits),
+//   t = |x| - mn + bias (+ lsb),   code = (t >> S) + 2^M,
+// which is magnitude_lanes with z = t + 2^23 - bias and shift = S (the 2^23 carries the implicit
+// bit; it is a multiple of 2^S, so it moves out of the rounding as the 2^M).
+template <class F, rounding RM>
+struct normal_range {
+  static constexpr int M = F::mantissa_bits;
+  static constexpr int S = 23 - M;
+  static constexpr std::uint32_t mn = static_cast<std::uint32_t>(F::min_exponent + 127) << 23;
+  static constexpr std::uint32_t bias = (RM == rounding::nearest_even || RM == rounding::nearest_toward_zero)
+                                            ? (1u << (S - 1)) - 1u
+                                        : RM == rounding::nearest_away ? 1u << (S - 1)
+                                                                       : 0u;
+  static constexpr std::uint32_t t_inf = 0x7F800000u - mn + bias;  // bit S of Inf is 0
+  static constexpr bool rounding_supported = RM != rounding::toward_pos_inf;  // sign-dependent
+};
+
+// Path 1, for round-to-nearest-even and toward-zero (lowbit's default and the truncation of
+// the CUDA intrinsics), every format with subnormals: any block without a NaN, whatever the
+// range of its values (zero, float subnormals, the format's subnormals, normals, overflow, Inf).
+// Two codes per lane, and their maximum:
+//   normal:    (t >> S) + 2^M with an arithmetic shift (normal_t, the 2^M in its addend).
+//              Exact from mn up; below mn it is the same rounding of a smaller value (in the
+//              binade under mn the bits fall twice as fast as the value), so at most the true code.
+//   subnormal: min(|x|, mn) * 2^(M - min_exponent), rounded to an integer by vcvtps2dq
+//              (nearest-even) or truncated by vcvttps2dq (toward zero): the code of a value in the
+//              format's subnormal range, and 2^M (the smallest normal's code, at most the true
+//              code) from mn up.
+// The product by a power of two is an integer addition to the exponent field, so every float
+// operand is a normal number and neither DAZ nor FTZ changes a result; vcvtps2dq rounds as
+// MXCSR says, so encode_variant runs the path under an ieee_scope_traceless (round to nearest,
+// and the caller's MXCSR back whole, flags included). A float subnormal (exponent field 0) comes
+// out of the addition as a value below 2^(k - 126), k = M - min_exponent <= 24, which rounds to 0
+// as it should. Formats whose smallest normal is float32's (bfloat16: K = 1) need no second
+// code: the shift S is the same below mn.
+//
+// E8M0 (no subnormals, no mantissa, smallest value 2^-127 with code 0) is a third shape: the code
+// is the float's exponent field, rounded up on bit 22 for nearest-even (the significand is always
+// odd, so a tie goes up). A float subnormal lies between codes 0 and 1 (2^-127 is its bit 22) and
+// rounds up from 1.5 * 2^-127 on: bit 21 is taken off such inputs before the same rounding.
+template <class F, rounding RM>
+struct direct_path {
+  static constexpr bool exponent_only = !F::has_subnormals && F::mantissa_bits == 0 && F::min_exponent == -127;
+  static constexpr bool available = (F::has_subnormals || exponent_only) && F::bits <= 16 &&
+                                    (RM == rounding::nearest_even || RM == rounding::toward_zero);
+  static constexpr int K = F::min_exponent + 127;
+  static constexpr int k = F::mantissa_bits - F::min_exponent;  // the exponent of the product
+  static_assert(!available || exponent_only || K == 1 || (K > 1 && k <= 124), "float subnormals must round to 0");
+};
+
+// The per-lane arithmetic shared with the AVX-512 kernels: normal_t, direct_code, half_twin_bits.
+using V = w256;
+#define LOWBIT_VEC_INLINE LOWBIT_AVX2_INLINE
+#include "lanes.hpp"
+#undef LOWBIT_VEC_INLINE
 
 // 8 float16 patterns from half_twin_bits -> the float32 bit patterns of their values.
 template <class F>
@@ -699,35 +726,6 @@ LOWBIT_AVX2_INLINE void finish_block(const __m256i c[4], const __m256i signs[2],
   }
 }
 
-// The normal-range formula. For |x| in [2^min_exponent, Inf] the ulp is 2^(e - M) and the rounding
-// position is the constant bit S = 23 - M of |x|. With mn = K * 2^23 (the smallest normal's bits),
-//   t = |x| - mn + bias (+ lsb),   code = (t >> S) + 2^M,
-// which is magnitude_lanes with z = t + 2^23 - bias and shift = S (the 2^23 carries the implicit
-// bit; it is a multiple of 2^S, so it moves out of the rounding as the 2^M).
-template <class F, rounding RM>
-struct normal_range {
-  static constexpr int M = F::mantissa_bits;
-  static constexpr int S = 23 - M;
-  static constexpr std::uint32_t mn = static_cast<std::uint32_t>(F::min_exponent + 127) << 23;
-  static constexpr std::uint32_t bias = (RM == rounding::nearest_even || RM == rounding::nearest_toward_zero)
-                                            ? (1u << (S - 1)) - 1u
-                                        : RM == rounding::nearest_away ? 1u << (S - 1)
-                                                                       : 0u;
-  static constexpr std::uint32_t t_inf = 0x7F800000u - mn + bias;  // bit S of Inf is 0
-  static constexpr bool rounding_supported = RM != rounding::toward_pos_inf;  // sign-dependent
-};
-
-// t = |x| + addend (+ lsb), addend = bias - mn plus, where the caller wants it, 2^M times 2^S
-// (the code's base, so that t >> S is the code itself: direct_path).
-template <class F, rounding RM>
-LOWBIT_AVX2_INLINE __m256i normal_t(__m256i a, __m256i addend) {
-  using nr = normal_range<F, RM>;
-  const __m256i t = _mm256_add_epi32(a, addend);
-  if constexpr (RM != rounding::nearest_even) return t;
-  // + bit S of |x| (the kept lsb), isolated by two shifts (no mask constant to keep in a register).
-  return _mm256_add_epi32(t, _mm256_srli_epi32(_mm256_slli_epi32(a, 31 - nr::S), 31));
-}
-
 // Path 2, for stochastic rounding (the nearest-even and truncating modes take path 1), in formats
 // whose inputs are mostly normal numbers (FP8, float16, bfloat16): when every |x| of the block
 // lies in [2^min_exponent, Inf] (no NaN), code - 2^M = t >> S for every lane.
@@ -781,56 +779,6 @@ LOWBIT_AVX2_INLINE bool encode_block_fast(const __m256i x[4], const __m256i r[4]
   return true;
 }
 
-// Path 1, for round-to-nearest-even and toward-zero (lowbit's default and the truncation of
-// the CUDA intrinsics), every format with subnormals: any block without a NaN, whatever the
-// range of its values (zero, float subnormals, the format's subnormals, normals, overflow, Inf).
-// Two codes per lane, and their maximum:
-//   normal:    (t >> S) + 2^M with an arithmetic shift (normal_t, the 2^M in its addend).
-//              Exact from mn up; below mn it is the same rounding of a smaller value (in the
-//              binade under mn the bits fall twice as fast as the value), so at most the true code.
-//   subnormal: min(|x|, mn) * 2^(M - min_exponent), rounded to an integer by vcvtps2dq
-//              (nearest-even) or truncated by vcvttps2dq (toward zero): the code of a value in the
-//              format's subnormal range, and 2^M (the smallest normal's code, at most the true
-//              code) from mn up.
-// The product by a power of two is an integer addition to the exponent field, so every float
-// operand is a normal number and neither DAZ nor FTZ changes a result; vcvtps2dq rounds as
-// MXCSR says, so encode_variant runs the path under an ieee_scope_traceless (round to nearest,
-// and the caller's MXCSR back whole, flags included). A float subnormal (exponent field 0) comes
-// out of the addition as a value below 2^(k - 126), k = M - min_exponent <= 24, which rounds to 0
-// as it should. Formats whose smallest normal is float32's (bfloat16: K = 1) need no second
-// code: the shift S is the same below mn.
-//
-// E8M0 (no subnormals, no mantissa, smallest value 2^-127 with code 0) is a third shape: the code
-// is the float's exponent field, rounded up on bit 22 for nearest-even (the significand is always
-// odd, so a tie goes up). A float subnormal lies between codes 0 and 1 (2^-127 is its bit 22) and
-// rounds up from 1.5 * 2^-127 on: bit 21 is taken off such inputs before the same rounding.
-template <class F, rounding RM>
-struct direct_path {
-  static constexpr bool exponent_only = !F::has_subnormals && F::mantissa_bits == 0 && F::min_exponent == -127;
-  static constexpr bool available = (F::has_subnormals || exponent_only) && F::bits <= 16 &&
-                                    (RM == rounding::nearest_even || RM == rounding::toward_zero);
-  static constexpr int K = F::min_exponent + 127;
-  static constexpr int k = F::mantissa_bits - F::min_exponent;  // the exponent of the product
-  static_assert(!available || exponent_only || K == 1 || (K > 1 && k <= 124), "float subnormals must round to 0");
-};
-
-// The three constants come from v.direct (see make_direct_setup): built in the loop, GCC would
-// rematerialise them for every block (two instructions each on the vector ports).
-template <class F, rounding RM>
-LOWBIT_AVX2_INLINE __m256i direct_code(__m256i a, const encode_vectors& v) {
-  using nr = normal_range<F, RM>;
-  if constexpr (direct_path<F, RM>::exponent_only) {
-    if constexpr (RM == rounding::toward_zero) return _mm256_srli_epi32(a, 23);
-    const __m256i low = _mm256_and_si256(_mm256_cmpgt_epi32(v.direct[1], a), v.direct[2]);  // 2^21 where a < 2^23
-    return _mm256_srli_epi32(_mm256_sub_epi32(_mm256_add_epi32(a, v.direct[0]), low), 23);
-  } else {
-    const __m256i normal = _mm256_srai_epi32(normal_t<F, RM>(a, v.direct[0]), nr::S);
-    if constexpr (direct_path<F, RM>::K == 1) return normal;
-    const __m256 y = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_min_epi32(a, v.direct[1]), v.direct[2]));
-    return _mm256_max_epi32(normal, RM == rounding::nearest_even ? _mm256_cvtps_epi32(y) : _mm256_cvttps_epi32(y));
-  }
-}
-
 template <class F, rounding RM>
 constexpr void make_direct_setup(encode_setup& s) noexcept {
   using nr = normal_range<F, RM>;
@@ -854,16 +802,16 @@ LOWBIT_AVX2_INLINE bool encode_block_direct(const __m256i x[4], std::uint8_t* ds
   __m256i c[4];
   __m256i a = _mm256_and_si256(x[0], abs_mask);
   __m256i top = a;
-  c[0] = direct_code<F, RM>(a, v);
+  c[0] = direct_code<F, RM>(a, v.direct[0], v.direct[1], v.direct[2]);
   a = _mm256_and_si256(x[1], abs_mask);
   top = _mm256_max_epi32(top, a);
-  c[1] = direct_code<F, RM>(a, v);
+  c[1] = direct_code<F, RM>(a, v.direct[0], v.direct[1], v.direct[2]);
   a = _mm256_and_si256(x[2], abs_mask);
   top = _mm256_max_epi32(top, a);
-  c[2] = direct_code<F, RM>(a, v);
+  c[2] = direct_code<F, RM>(a, v.direct[0], v.direct[1], v.direct[2]);
   a = _mm256_and_si256(x[3], abs_mask);
   top = _mm256_max_epi32(top, a);
-  c[3] = direct_code<F, RM>(a, v);
+  c[3] = direct_code<F, RM>(a, v.direct[0], v.direct[1], v.direct[2]);
   if (!_mm256_testz_si256(_mm256_cmpgt_epi32(top, _mm256_set1_epi32(0x7F800000)), _mm256_set1_epi32(-1)))
     return false;
   finish_block<F, L, code_form::exact, false, true>(c, signs, nullptr, dst, v);

@@ -44,9 +44,6 @@
 
 #include <immintrin.h>
 
-#ifndef LOWBIT_AVX512_INLINE
-#define LOWBIT_AVX512_INLINE LOWBIT_TARGET_AVX512 inline __attribute__((always_inline))
-#endif
 
 LOWBIT_AVX512_WARNINGS_BEGIN
 

@@ -1,0 +1,392 @@
+// lowbit: AVX-512 kernels of the format conversions (F, BW, DQ, VL). Bit-identical to
+// kernels/convert/scalar.hpp for every input, like the AVX2 kernels they extend (avx2.hpp: read
+// its header first).
+//
+// What they cover, the rest staying on the AVX2 kernels (which the avx512 path runs too):
+//  - encoding float32 into every format with path 1 (direct_path: FP8, FP6, FP4 unpacked and
+//    packed, E8M0, float16, bfloat16) for round-to-nearest-even and toward-zero under simple
+//    policies (simple_setup: one limit, one NaN code; lowbit's default among them);
+//  - decoding the float16-twin formats (FP8, FP6 one code per byte) into float32.
+//
+// The per-lane arithmetic is avx2.hpp's, the same source compiled for 512 bits (lanes.hpp over
+// kernels/vec.hpp's w512): direct_code for the codes, half_twin_bits for the decoders. What AVX-512
+// does differently is all in this file:
+//  - 64 elements per step (four zmm of 16 lanes). The codes are narrowed to bytes (words) first,
+//    by two levels of saturating packs and one vpermd that undoes their in-lane interleave, and
+//    the limit is one unsigned byte (word) minimum, as on AVX2.
+//  - The sign and NaN come from mask registers (vpmovd2m, vpcmpgtd into k, joined by kunpck): the
+//    sign is a masked add of the sign bit (the magnitude codes are below it; FNUZ drops it where
+//    the magnitude is 0 or the 0x80 overflow code, by a masked vptestmb), NaN a masked move of the
+//    NaN code, made only when the block's largest |x| is a NaN (one compare of three maxima).
+//    The codes of NaN lanes are computed like any other and then replaced: no fallback path.
+//  - Tails are masked loads (zeros past the end, which encode to code 0 in every format) and an
+//    exact copy of the output bytes; the decoders' tails are masked loads and stores.
+// Path 1's subnormal codes use vcvtps2dq, which rounds as MXCSR says: the encoders run under the
+// same ieee_scope_traceless as AVX2's, so no MXCSR state (FTZ, DAZ, RC) changes a result.
+#ifndef LOWBIT_KERNELS_CONVERT_AVX512_HPP
+#define LOWBIT_KERNELS_CONVERT_AVX512_HPP
+
+#include "avx2.hpp"
+
+#if LOWBIT_HAS_AVX512_KERNELS
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "../vec.hpp"
+
+LOWBIT_AVX512_WARNINGS_BEGIN
+
+namespace lowbit {
+namespace kernels {
+namespace avx512 {
+namespace detail {
+
+using avx2::detail::direct_path;
+using avx2::detail::encode_setup;
+using avx2::detail::half_twin;
+using avx2::detail::layout;
+using avx2::detail::layout_bytes;
+using avx2::detail::normal_range;
+
+using V = w512;
+#define LOWBIT_VEC_INLINE LOWBIT_AVX512_INLINE
+#include "lanes.hpp"
+#undef LOWBIT_VEC_INLINE
+
+// ------------------------------------------------------------------------------------------------
+// Encoding: 64 float32 -> 64 codes in layout L.
+
+struct encode_vectors {
+  __m512i d0, d1, d2;                            // direct_code's constants (make_direct_setup)
+  __m512i abs_mask, inf;                         // 0x7FFFFFFF, Inf's bits
+  __m512i limit_bytes, nan_bytes, sign_bytes;    // byte layouts
+  __m512i limit_words, nan_words, sign_words;    // float16, bfloat16
+  __m512i magnitude_bytes;                       // 0x7F (FNUZ: no sign on 0 and 0x80)
+};
+
+LOWBIT_AVX512_INLINE encode_vectors vectors_of(const encode_setup& s) {
+  encode_vectors v;
+  v.d0 = _mm512_set1_epi32(static_cast<int>(s.direct[0]));
+  v.d1 = _mm512_set1_epi32(static_cast<int>(s.direct[1]));
+  v.d2 = _mm512_set1_epi32(static_cast<int>(s.direct[2]));
+  v.abs_mask = _mm512_set1_epi32(0x7FFFFFFF);
+  v.inf = _mm512_set1_epi32(0x7F800000);
+  v.limit_bytes = _mm512_set1_epi8(static_cast<char>(s.limit < 0xFF ? s.limit : 0xFF));
+  v.nan_bytes = _mm512_set1_epi8(static_cast<char>(s.nan_pos));
+  v.sign_bytes = _mm512_set1_epi8(static_cast<char>(s.sign_byte));
+  v.limit_words = _mm512_set1_epi16(static_cast<short>(s.limit));
+  v.nan_words = _mm512_set1_epi16(static_cast<short>(s.nan_pos));
+  v.sign_words = _mm512_set1_epi16(static_cast<short>(0x8000));
+  v.magnitude_bytes = _mm512_set1_epi8(0x7F);
+  return v;
+}
+
+// 16 float32 bit patterns x -> their magnitude codes (unlimited); the negative lanes as a mask,
+// |x| in *a.
+template <class F, rounding RM>
+LOWBIT_AVX512_INLINE __m512i codes16(__m512i x, const encode_vectors& v, __mmask16* neg, __m512i* a) {
+  *a = _mm512_and_si512(x, v.abs_mask);
+  *neg = _mm512_movepi32_mask(x);
+  return direct_code<F, RM>(*a, v.d0, v.d1, v.d2);
+}
+
+// The NaN lanes of 64 inputs (|x| = a0..a3) as one mask in element order.
+LOWBIT_AVX512_INLINE __mmask64 nan_lanes(__m512i a0, __m512i a1, __m512i a2, __m512i a3, const encode_vectors& v) {
+  const __mmask32 lo = _mm512_kunpackw(_mm512_cmpgt_epi32_mask(a1, v.inf), _mm512_cmpgt_epi32_mask(a0, v.inf));
+  const __mmask32 hi = _mm512_kunpackw(_mm512_cmpgt_epi32_mask(a3, v.inf), _mm512_cmpgt_epi32_mask(a2, v.inf));
+  return _mm512_kunpackd(hi, lo);
+}
+
+// 64 codes in element order, one per byte -> layout L at dst.
+template <layout L>
+LOWBIT_AVX512_INLINE void store_bytes(std::uint8_t* dst, __m512i b) {
+  if constexpr (L == layout::bytes) {
+    _mm512_storeu_si512(dst, b);
+  } else if constexpr (L == layout::nibbles) {
+    const __m512i w = _mm512_maddubs_epi16(b, _mm512_set1_epi16(0x1001));  // c[2i] + 16 c[2i+1]
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), _mm512_cvtepi16_epi8(w));
+  } else {
+    static_assert(L == layout::sextets, "byte layouts");
+    const __m512i w = _mm512_maddubs_epi16(b, _mm512_set1_epi16(0x4001));  // c0 + 64 c1: 12 bits
+    const __m512i d = _mm512_madd_epi16(w, _mm512_set1_epi32(0x10000001));  // + 4096 (c2 + 64 c3)
+    const __m512i squeezed = _mm512_shuffle_epi8(
+        d, _mm512_set4_epi32(-1, 0x0E0D0C0A, 0x09080605, 0x04020100));      // 12 bytes per lane
+    const __m512i joined =
+        _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, 15, 15, 15, 15), squeezed);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), _mm512_castsi512_si256(joined));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 32), _mm512_extracti32x4_epi32(joined, 2));
+  }
+}
+
+// 64 float32 bit patterns x[0..3] (element 16k + j in lane j of x[k]) -> layout L at dst.
+template <class F, rounding RM, layout L>
+LOWBIT_AVX512_INLINE void encode_block(__m512i x0, __m512i x1, __m512i x2, __m512i x3, std::uint8_t* dst,
+                                       const encode_vectors& v) {
+  __mmask16 s0, s1, s2, s3;
+  __m512i a0, a1, a2, a3;
+  const __m512i c0 = codes16<F, RM>(x0, v, &s0, &a0);
+  const __m512i c1 = codes16<F, RM>(x1, v, &s1, &a1);
+  const __m512i c2 = codes16<F, RM>(x2, v, &s2, &a2);
+  const __m512i c3 = codes16<F, RM>(x3, v, &s3, &a3);
+  // NaN: one compare of the largest |x| decides whether the lanes are needed (three maxima and a
+  // compare instead of four compares and three mask joins; NaN inputs take the masked move below).
+  const bool any_nan = _mm512_cmpgt_epi32_mask(_mm512_max_epi32(_mm512_max_epi32(a0, a1), _mm512_max_epi32(a2, a3)), v.inf) != 0;
+  if constexpr (L == layout::words) {
+    static_assert(F::is_signed && F::specials == special_values::ieee, "16-bit formats: float16 and bfloat16");
+    // packus: per 128-bit lane, 4 words of each; the qword permutation puts them in order.
+    const __m512i order = _mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7);
+    __m512i w0 = _mm512_permutexvar_epi64(order, _mm512_packus_epi32(c0, c1));  // saturates at 0xFFFF
+    __m512i w1 = _mm512_permutexvar_epi64(order, _mm512_packus_epi32(c2, c3));
+    w0 = _mm512_min_epu16(w0, v.limit_words);  // below 0x8000: the sign bit adds
+    w1 = _mm512_min_epu16(w1, v.limit_words);
+    w0 = _mm512_mask_add_epi16(w0, _mm512_kunpackw(s1, s0), w0, v.sign_words);
+    w1 = _mm512_mask_add_epi16(w1, _mm512_kunpackw(s3, s2), w1, v.sign_words);
+    if (any_nan) {
+      const __mmask64 nan = nan_lanes(a0, a1, a2, a3, v);
+      w0 = _mm512_mask_mov_epi16(w0, static_cast<__mmask32>(nan), v.nan_words);
+      w1 = _mm512_mask_mov_epi16(w1, static_cast<__mmask32>(nan >> 32), v.nan_words);
+    }
+    _mm512_storeu_si512(dst, w0);
+    _mm512_storeu_si512(dst + 64, w1);
+  } else {
+    // Two levels of packs leave, per 128-bit lane l, 4 codes of each c[k] (elements 16k + 4l ..);
+    // dword 4l + k -> dword 4k + l puts the 64 bytes in element order.
+    __m512i b = _mm512_packus_epi16(_mm512_packus_epi32(c0, c1), _mm512_packus_epi32(c2, c3));  // saturating
+    b = _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), b);
+    b = _mm512_min_epu8(b, v.limit_bytes);
+    if constexpr (F::is_signed) {
+      __mmask64 neg = _mm512_kunpackd(_mm512_kunpackw(s3, s2), _mm512_kunpackw(s1, s0));
+      // FNUZ: no sign on 0 (no negative zero) nor on 0x80 (the NaN code non-saturating overflow
+      // gives, which absorbs the sign). Every other magnitude code is below the sign bit.
+      if constexpr (!F::has_negative_zero) neg = _mm512_mask_test_epi8_mask(neg, b, v.magnitude_bytes);
+      b = _mm512_mask_add_epi8(b, neg, b, v.sign_bytes);
+    }
+    if (any_nan) b = _mm512_mask_mov_epi8(b, nan_lanes(a0, a1, a2, a3, v), v.nan_bytes);
+    store_bytes<L>(dst, b);
+  }
+}
+
+template <class F, rounding RM, layout L>
+LOWBIT_AVX512_INLINE void encode_at(const float* src, std::uint8_t* dst, const encode_vectors& v) {
+  encode_block<F, RM, L>(_mm512_loadu_si512(src), _mm512_loadu_si512(src + 16), _mm512_loadu_si512(src + 32),
+                         _mm512_loadu_si512(src + 48), dst, v);
+}
+
+// Elements [0, n) of src into dst; Stream: whole chunks through an L1 staging buffer and
+// non-temporal stores (dst and every chunk 32-byte aligned: avx2's encode_stream_start).
+template <class F, rounding RM, layout L, bool Stream>
+LOWBIT_AVX512_INLINE void encode_range(const float* src, std::uint8_t* dst, std::size_t n, const encode_vectors& v) {
+  constexpr std::size_t ahead = LOWBIT_PREFETCH_BYTES / sizeof(float);
+  constexpr std::size_t chunk = avx2::detail::stream_chunk;
+  static_assert(chunk % 64 == 0, "whole steps");
+  std::size_t i = 0;
+  if constexpr (Stream) {
+    alignas(64) std::uint8_t stage[layout_bytes<L>(chunk)];
+    static_assert(sizeof stage % 32 == 0, "whole lines");
+    for (; i + chunk + ahead <= n; i += chunk) {
+      for (std::size_t b = 0; b < chunk; b += 64) {
+        const char* p = reinterpret_cast<const char*>(src + i + b + ahead);
+        _mm_prefetch(p, _MM_HINT_T0);
+        _mm_prefetch(p + 64, _MM_HINT_T0);
+        _mm_prefetch(p + 128, _MM_HINT_T0);
+        _mm_prefetch(p + 192, _MM_HINT_T0);
+        encode_at<F, RM, L>(src + i + b, stage + layout_bytes<L>(b), v);
+      }
+      std::uint8_t* out = dst + layout_bytes<L>(i);
+      for (std::size_t k = 0; k < sizeof stage; k += 32)
+        _mm256_stream_si256(reinterpret_cast<__m256i*>(out + k),
+                            _mm256_load_si256(reinterpret_cast<const __m256i*>(stage + k)));
+    }
+  }
+  for (; i + 64 + ahead <= n; i += 64) {
+    const char* p = reinterpret_cast<const char*>(src + i + ahead);
+    _mm_prefetch(p, _MM_HINT_T0);
+    _mm_prefetch(p + 64, _MM_HINT_T0);
+    _mm_prefetch(p + 128, _MM_HINT_T0);
+    _mm_prefetch(p + 192, _MM_HINT_T0);
+    encode_at<F, RM, L>(src + i, dst + layout_bytes<L>(i), v);
+  }
+  for (; i + 64 <= n; i += 64) encode_at<F, RM, L>(src + i, dst + layout_bytes<L>(i), v);
+  if (i < n) {
+    // Masked loads: zeros past the end, which encode to code 0 (a shared last byte stays clean).
+    const std::size_t m = n - i;
+    __m512i x[4];
+    for (std::size_t k = 0; k < 4; ++k) {
+      const std::size_t have = m > 16 * k ? m - 16 * k : 0;
+      const __mmask16 mask = have >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << have) - 1u);
+      x[k] = _mm512_maskz_loadu_epi32(mask, src + i + 16 * k);
+    }
+    alignas(64) std::uint8_t d[128];
+    encode_block<F, RM, L>(x[0], x[1], x[2], x[3], d, v);
+    std::memcpy(dst + layout_bytes<L>(i), d, layout_bytes<L>(m));
+  }
+}
+
+template <class F, rounding RM, layout L>
+LOWBIT_TARGET_AVX512 void encode_loop(const float* src, std::uint8_t* dst, std::size_t n,
+                                      const encode_setup& setup) noexcept {
+  const encode_vectors v = vectors_of(setup);
+  const std::size_t m = avx2::detail::encode_stream_start<L, float>(dst, n);
+  if (m < n) {
+    encode_range<F, RM, L, false>(src, dst, m, v);
+    encode_range<F, RM, L, true>(src + m, dst + layout_bytes<L>(m), n - m, v);
+    _mm_sfence();
+    return;
+  }
+  encode_range<F, RM, L, false>(src, dst, n, v);
+}
+
+template <class F, rounding RM, layout L>
+void encode_mode(const float* src, std::uint8_t* dst, std::size_t n, const policy& p) noexcept {
+  encode_setup s = avx2::detail::make_setup<F>(p);
+  avx2::detail::make_direct_setup<F, RM>(s);
+  // vcvtps2dq rounds as MXCSR.RC says; both conversions raise the precision flag.
+  const ieee_scope_traceless env;
+  encode_loop<F, RM, L>(src, dst, n, s);
+}
+
+template <class F, layout L>
+void encode_dispatch(const float* src, std::uint8_t* dst, std::size_t n, const policy& p) noexcept {
+  if (p.rm == rounding::toward_zero) return encode_mode<F, rounding::toward_zero, L>(src, dst, n, p);
+  encode_mode<F, rounding::nearest_even, L>(src, dst, n, p);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Decoding: 64 codes of a float16-twin format -> 64 float32.
+
+// 64 codes (one per byte, element order, masked to the code) -> float32 bit patterns, 16 per
+// output vector in element order. (Written out, no arrays: GCC -O2 keeps a loop's array in memory.)
+template <class F>
+LOWBIT_AVX512_INLINE __m512i f32_of_half_twin(__m256i h) {
+  constexpr float scale = half_twin<F>::scale;
+  const __m512 v = _mm512_cvtph_ps(h);  // exact; the product by 2^(15 - bias) is exact and normal
+  return _mm512_castps_si512(scale == 1.0f ? v : _mm512_mul_ps(v, _mm512_set1_ps(scale)));
+}
+
+template <class F>
+LOWBIT_AVX512_INLINE void f32_from_codes(__m512i codes, __m512i* o0, __m512i* o1, __m512i* o2, __m512i* o3) {
+  if constexpr (F::specials == special_values::ieee) {
+    // E5M2: NaN magnitudes 0x7D..0x7F become 0x7E, which widens to the canonical NaN.
+    const __m512i mag = _mm512_and_si512(codes, _mm512_set1_epi8(0x7F));
+    const __mmask64 is_nan = _mm512_cmpgt_epi8_mask(mag, _mm512_set1_epi8(0x7C));
+    codes = _mm512_xor_si512(codes, _mm512_maskz_mov_epi8(is_nan, _mm512_xor_si512(mag, _mm512_set1_epi8(0x7E))));
+  }
+  // Qwords 0 2 1 3 | 4 6 5 7: unpack{lo,hi}_epi8 then give elements 0-15, 32-47 (lo) and 16-31,
+  // 48-63 (hi), as code << 8.
+  const __m512i q = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 1, 3, 4, 6, 5, 7), codes);
+  const __m512i zero = _mm512_setzero_si512();
+  const __m512i lo = half_twin_bits<F>(_mm512_unpacklo_epi8(zero, q));
+  const __m512i hi = half_twin_bits<F>(_mm512_unpackhi_epi8(zero, q));
+  *o0 = f32_of_half_twin<F>(_mm512_castsi512_si256(lo));
+  *o1 = f32_of_half_twin<F>(_mm512_castsi512_si256(hi));
+  *o2 = f32_of_half_twin<F>(_mm512_extracti64x4_epi64(lo, 1));
+  *o3 = f32_of_half_twin<F>(_mm512_extracti64x4_epi64(hi, 1));
+}
+
+template <bool Stream>
+LOWBIT_AVX512_INLINE void store16(float* dst, __m512i v) {
+  if constexpr (Stream)
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst), v);
+  else
+    _mm512_storeu_si512(dst, v);
+}
+
+template <class F, bool Stream>
+LOWBIT_AVX512_INLINE void decode_range(const std::uint8_t* src, float* dst, std::size_t i, std::size_t n) {
+  const __m512i mask = _mm512_set1_epi8(static_cast<char>(F::code_mask));
+  __m512i o0, o1, o2, o3;
+  for (; i + 64 <= n; i += 64) {
+    f32_from_codes<F>(_mm512_and_si512(_mm512_loadu_si512(src + i), mask), &o0, &o1, &o2, &o3);
+    store16<Stream>(dst + i, o0);
+    store16<Stream>(dst + i + 16, o1);
+    store16<Stream>(dst + i + 32, o2);
+    store16<Stream>(dst + i + 48, o3);
+  }
+  if (i < n) {
+    const std::size_t m = n - i;
+    const __mmask64 in = m >= 64 ? ~__mmask64{0} : (__mmask64{1} << m) - 1u;
+    f32_from_codes<F>(_mm512_and_si512(_mm512_maskz_loadu_epi8(in, src + i), mask), &o0, &o1, &o2, &o3);
+    const __m512i out[4] = {o0, o1, o2, o3};
+    for (std::size_t k = 0; k < 4; ++k) {
+      const std::size_t have = m > 16 * k ? m - 16 * k : 0;
+      const __mmask16 mk = have >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << have) - 1u);
+      _mm512_mask_storeu_epi32(dst + i + 16 * k, mk, out[k]);
+    }
+  }
+}
+
+template <class F>
+LOWBIT_TARGET_AVX512 void decode_loop(const std::uint8_t* src, float* dst, std::size_t n) noexcept {
+  // Streaming stores from the first 64-byte aligned element on, for outputs beyond the caches.
+  std::size_t k = n;
+  const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(dst);
+  if (n >= avx2::stream_threshold_bytes / sizeof(float) && a % sizeof(float) == 0)
+    k = ((64 - a % 64) % 64) / sizeof(float);
+  if (k < n) {
+    decode_range<F, false>(src, dst, 0, k);
+    decode_range<F, true>(src, dst, k, n);
+    _mm_sfence();
+    return;
+  }
+  decode_range<F, false>(src, dst, 0, n);
+}
+
+}  // namespace detail
+
+// ------------------------------------------------------------------------------------------------
+// Entry points. Callers check can_encode / covers (can_decode), and that the CPU runs AVX-512
+// (lowbit::detail::use_avx512()); convert.hpp does, and sends everything else to the AVX2 kernels.
+
+// float32 -> T in the unpacked (and, for 4, 6 and 8 bits, packed) layouts.
+template <class From, class T>
+struct can_encode : std::false_type {};
+template <class F>
+struct can_encode<float, minifloat<F>>
+    : std::integral_constant<bool, detail::direct_path<F, rounding::nearest_even>::available &&
+                                       detail::direct_path<F, rounding::toward_zero>::available> {};
+
+// The policies the encoders take: nearest-even or toward zero, simple (one limit, one NaN code),
+// and what the AVX2 kernels take (avx2::supports_policy).
+template <class F>
+inline bool covers(const policy& p) noexcept {
+  return (p.rm == rounding::nearest_even || p.rm == rounding::toward_zero) && avx2::supports_policy<F>(p) &&
+         avx2::detail::simple_setup(avx2::detail::make_setup<F>(p));
+}
+
+template <class F>
+struct can_decode : std::integral_constant<bool, detail::half_twin<F>::value> {};
+
+template <class T>
+void encode(const float* src, T* dst, std::size_t n, const policy& p) noexcept {
+  using F = typename T::format;
+  static_assert(can_encode<float, T>::value, "no AVX-512 kernel for this format");
+  detail::encode_dispatch<F, avx2::detail::layout_of<F>()>(src, reinterpret_cast<std::uint8_t*>(dst), n, p);
+}
+
+template <class T>
+void encode_packed(const float* src, std::uint8_t* dst, std::size_t n, const policy& p) noexcept {
+  using F = typename T::format;
+  static_assert(can_encode<float, T>::value && F::bits <= 8, "no AVX-512 kernel for this format");
+  detail::encode_dispatch<F, avx2::detail::packed_layout_of<F>()>(src, dst, n, p);
+}
+
+template <class F>
+void decode(const minifloat<F>* src, float* dst, std::size_t n) noexcept {
+  static_assert(can_decode<F>::value, "no AVX-512 kernel for this format");
+  detail::decode_loop<F>(reinterpret_cast<const std::uint8_t*>(src), dst, n);
+}
+
+}  // namespace avx512
+}  // namespace kernels
+}  // namespace lowbit
+
+LOWBIT_AVX512_WARNINGS_END
+
+#endif  // LOWBIT_HAS_AVX512_KERNELS
+
+#endif  // LOWBIT_KERNELS_CONVERT_AVX512_HPP

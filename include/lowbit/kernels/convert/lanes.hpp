@@ -1,0 +1,74 @@
+// lowbit: the per-lane arithmetic of the conversion kernels, written once over the vector width.
+// Included once per width, inside that width's namespace: kernels/convert/avx2.hpp includes it in
+// lowbit::kernels::avx2::detail and kernels/convert/avx512.hpp in lowbit::kernels::avx512::detail,
+// each with
+//   V                  the width's traits (kernels/vec.hpp: w256, w512)
+//   LOWBIT_VEC_INLINE  the width's force-inline target attribute (defined around the #include)
+// and normal_range, direct_path and half_twin (avx2.hpp) visible. Hence no include guard: the
+// body is compiled only where LOWBIT_VEC_INLINE is defined, and included on its own the header
+// is empty (it is installed and checked like every other .hpp). What the two widths do
+// differently (mask registers, the packing of codes into bytes) stays in their own files.
+#ifdef LOWBIT_VEC_INLINE
+
+// t = |x| + addend (+ lsb), addend = bias - mn plus, where the caller wants it, 2^M times 2^S
+// (the code's base, so that t >> S is the code itself: direct_path).
+template <class F, rounding RM>
+LOWBIT_VEC_INLINE V::vi normal_t(V::vi a, V::vi addend) {
+  using nr = normal_range<F, RM>;
+  const V::vi t = V::add(a, addend);
+  if constexpr (RM != rounding::nearest_even) return t;
+  // + bit S of |x| (the kept lsb), isolated by two shifts (no mask constant to keep in a register).
+  return V::add(t, V::template srli<31>(V::template slli<31 - nr::S>(a)));
+}
+
+// Path 1's code of |x| = a (see direct_path in avx2.hpp). d0, d1, d2: the three constants of
+// make_direct_setup, passed in rather than built here: built in the loop, GCC would rematerialise
+// them for every block (two instructions each on the vector ports).
+template <class F, rounding RM>
+LOWBIT_VEC_INLINE V::vi direct_code(V::vi a, V::vi d0, V::vi d1, V::vi d2) {
+  using nr = normal_range<F, RM>;
+  if constexpr (direct_path<F, RM>::exponent_only) {
+    if constexpr (RM == rounding::toward_zero) return V::template srli<23>(a);
+    const V::vi low = V::and_where_gt(d1, a, d2);  // 2^21 where a < 2^23
+    return V::template srli<23>(V::sub(V::add(a, d0), low));
+  } else {
+    const V::vi normal = V::template srai<nr::S>(normal_t<F, RM>(a, d0));
+    if constexpr (direct_path<F, RM>::K == 1) return normal;
+    const V::vi y = V::add(V::min(a, d1), d2);
+    return V::max(normal, RM == rounding::nearest_even ? V::cvtps(y) : V::cvttps(y));
+  }
+}
+
+// 16 (32) codes of a half_twin format, code << 8 in 16-bit lanes -> float16 patterns of value *
+// 2^(bias - 15), NaN canonical. (E5M2 is float16's top byte already; its NaN codes are made
+// canonical on the bytes, by e5m2_canonical_nan.)
+// AtTop: the codes are at the top of their lanes already (code << (16 - bits); load_sextet_words).
+template <class F, bool AtTop = false>
+LOWBIT_VEC_INLINE V::vi half_twin_bits(V::vi high) {
+  V::vi h;
+  if constexpr (half_twin<F>::e5m2fnuz) {
+    // Fields 2..31 are float16's 1..30 (the code << 8 minus 2^10); fields 0 and 1 (magnitudes
+    // 0..7, m * 2^-17) are float16 subnormals, the magnitude << 7. The larger of the two is the one.
+    const V::vi mag = V::and_(high, V::set1_16(0x7F00));
+    const V::vi normal = V::sub16(mag, V::set1_16(0x0400));
+    h = V::or_(V::max16(normal, V::template srli16<1>(mag)), V::and_(high, V::set1_16(0x8000)));
+  } else {
+    constexpr int shift = 5 - F::exponent_bits;  // the exponent field's top bit down to bit 14
+    constexpr int up = 8 - F::bits;              // the sign up to bit 15 first (6-bit codes)
+    constexpr std::uint16_t keep = static_cast<std::uint16_t>(~(((1u << shift) - 1u) << (15 - shift)));
+    if constexpr (up > 0 && !AtTop) high = V::template slli16<up>(high);
+    h = V::template srai16<shift>(high);
+    if constexpr (shift > 0) h = V::and_(h, V::set1_16(keep));
+  }
+  if constexpr (F::specials == special_values::fnuz) {
+    // The NaN code 0x80 lands on 0x8000 (-0); 0x8000 ^ 0xFE00 = 0x7E00.
+    h = V::xor16_where_eq(h, h, V::set1_16(0x8000), V::set1_16(0xFE00));
+  } else if constexpr (F::specials == special_values::fn) {
+    // The NaN magnitude (all ones) lands on `at`; at ^ (at ^ 0x7E00) = 0x7E00.
+    constexpr std::uint16_t at = static_cast<std::uint16_t>(F::magnitude_mask << (10 - F::mantissa_bits));
+    h = V::xor16_where_eq(h, V::and_(h, V::set1_16(0x7FFF)), V::set1_16(at), V::set1_16(static_cast<std::uint16_t>(at ^ 0x7E00u)));
+  }
+  return h;
+}
+
+#endif  // LOWBIT_VEC_INLINE

@@ -1,0 +1,122 @@
+// lowbit: the vector-width traits the SIMD kernels are written over: w256 (AVX2, __m256i) and w512
+// (AVX-512 F/BW/DQ/VL, __m512i). Each is a struct of static force-inlined functions carrying its
+// own target attribute: lane-wise integer arithmetic in 32- and 16-bit lanes, shifts by a constant,
+// the float-to-integer conversions, and the few operations whose best form differs between the
+// widths (a compare that selects lanes: a vector mask on AVX2, a mask register on AVX-512).
+//
+// A kernel body written over V is compiled once per width: a function's target attribute cannot
+// depend on a template argument, and a function without AVX2 in its target cannot inline an
+// intrinsic, so the shared bodies (kernels/convert/lanes.hpp) are included once in each width's
+// namespace with V and LOWBIT_VEC_INLINE defined there. The arithmetic is then the same source;
+// what differs between the widths is in the two structs below, in one place.
+#ifndef LOWBIT_KERNELS_VEC_HPP
+#define LOWBIT_KERNELS_VEC_HPP
+
+#include "../core/cpu.hpp"
+
+#if LOWBIT_HAS_AVX2_KERNELS
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "avx2_common.hpp"
+
+
+LOWBIT_AVX512_WARNINGS_BEGIN
+
+namespace lowbit {
+namespace kernels {
+
+// 256 bits: 8 lanes of 32 bits, 16 of 16.
+struct w256 {
+  using vi = __m256i;
+  using vf = __m256;
+  static constexpr int lanes32 = 8;
+
+  static LOWBIT_AVX2_INLINE vi set1(std::uint32_t x) { return _mm256_set1_epi32(static_cast<int>(x)); }
+  static LOWBIT_AVX2_INLINE vi set1_16(std::uint16_t x) { return _mm256_set1_epi16(static_cast<short>(x)); }
+  static LOWBIT_AVX2_INLINE vi add(vi a, vi b) { return _mm256_add_epi32(a, b); }
+  static LOWBIT_AVX2_INLINE vi sub(vi a, vi b) { return _mm256_sub_epi32(a, b); }
+  static LOWBIT_AVX2_INLINE vi and_(vi a, vi b) { return _mm256_and_si256(a, b); }
+  static LOWBIT_AVX2_INLINE vi or_(vi a, vi b) { return _mm256_or_si256(a, b); }
+  static LOWBIT_AVX2_INLINE vi min(vi a, vi b) { return _mm256_min_epi32(a, b); }
+  static LOWBIT_AVX2_INLINE vi max(vi a, vi b) { return _mm256_max_epi32(a, b); }
+  template <int N>
+  static LOWBIT_AVX2_INLINE vi srli(vi a) { return _mm256_srli_epi32(a, N); }
+  template <int N>
+  static LOWBIT_AVX2_INLINE vi slli(vi a) { return _mm256_slli_epi32(a, N); }
+  template <int N>
+  static LOWBIT_AVX2_INLINE vi srai(vi a) { return _mm256_srai_epi32(a, N); }
+  // float32 bit patterns -> int32, rounded as MXCSR.RC says / truncated.
+  static LOWBIT_AVX2_INLINE vi cvtps(vi a) { return _mm256_cvtps_epi32(_mm256_castsi256_ps(a)); }
+  static LOWBIT_AVX2_INLINE vi cvttps(vi a) { return _mm256_cvttps_epi32(_mm256_castsi256_ps(a)); }
+  // a where a > b (signed), else 0: `constant & (a > b)`.
+  static LOWBIT_AVX2_INLINE vi and_where_gt(vi a, vi b, vi constant) {
+    return _mm256_and_si256(_mm256_cmpgt_epi32(a, b), constant);
+  }
+
+  // 16-bit lanes.
+  static LOWBIT_AVX2_INLINE vi sub16(vi a, vi b) { return _mm256_sub_epi16(a, b); }
+  static LOWBIT_AVX2_INLINE vi max16(vi a, vi b) { return _mm256_max_epi16(a, b); }
+  template <int N>
+  static LOWBIT_AVX2_INLINE vi srli16(vi a) { return _mm256_srli_epi16(a, N); }
+  template <int N>
+  static LOWBIT_AVX2_INLINE vi slli16(vi a) { return _mm256_slli_epi16(a, N); }
+  template <int N>
+  static LOWBIT_AVX2_INLINE vi srai16(vi a) { return _mm256_srai_epi16(a, N); }
+  // h ^ bits in the 16-bit lanes where probe == value, h elsewhere.
+  static LOWBIT_AVX2_INLINE vi xor16_where_eq(vi h, vi probe, vi value, vi bits) {
+    return _mm256_xor_si256(h, _mm256_and_si256(_mm256_cmpeq_epi16(probe, value), bits));
+  }
+};
+
+#if LOWBIT_HAS_AVX512_KERNELS
+// 512 bits: 16 lanes of 32 bits, 32 of 16. Comparisons go to mask registers.
+struct w512 {
+  using vi = __m512i;
+  using vf = __m512;
+  static constexpr int lanes32 = 16;
+
+  static LOWBIT_AVX512_INLINE vi set1(std::uint32_t x) { return _mm512_set1_epi32(static_cast<int>(x)); }
+  static LOWBIT_AVX512_INLINE vi set1_16(std::uint16_t x) { return _mm512_set1_epi16(static_cast<short>(x)); }
+  static LOWBIT_AVX512_INLINE vi add(vi a, vi b) { return _mm512_add_epi32(a, b); }
+  static LOWBIT_AVX512_INLINE vi sub(vi a, vi b) { return _mm512_sub_epi32(a, b); }
+  static LOWBIT_AVX512_INLINE vi and_(vi a, vi b) { return _mm512_and_si512(a, b); }
+  static LOWBIT_AVX512_INLINE vi or_(vi a, vi b) { return _mm512_or_si512(a, b); }
+  static LOWBIT_AVX512_INLINE vi min(vi a, vi b) { return _mm512_min_epi32(a, b); }
+  static LOWBIT_AVX512_INLINE vi max(vi a, vi b) { return _mm512_max_epi32(a, b); }
+  template <int N>
+  static LOWBIT_AVX512_INLINE vi srli(vi a) { return _mm512_srli_epi32(a, N); }
+  template <int N>
+  static LOWBIT_AVX512_INLINE vi slli(vi a) { return _mm512_slli_epi32(a, N); }
+  template <int N>
+  static LOWBIT_AVX512_INLINE vi srai(vi a) { return _mm512_srai_epi32(a, N); }
+  static LOWBIT_AVX512_INLINE vi cvtps(vi a) { return _mm512_cvtps_epi32(_mm512_castsi512_ps(a)); }
+  static LOWBIT_AVX512_INLINE vi cvttps(vi a) { return _mm512_cvttps_epi32(_mm512_castsi512_ps(a)); }
+  static LOWBIT_AVX512_INLINE vi and_where_gt(vi a, vi b, vi constant) {
+    return _mm512_maskz_mov_epi32(_mm512_cmpgt_epi32_mask(a, b), constant);
+  }
+
+  static LOWBIT_AVX512_INLINE vi sub16(vi a, vi b) { return _mm512_sub_epi16(a, b); }
+  static LOWBIT_AVX512_INLINE vi max16(vi a, vi b) { return _mm512_max_epi16(a, b); }
+  template <int N>
+  static LOWBIT_AVX512_INLINE vi srli16(vi a) { return _mm512_srli_epi16(a, N); }
+  template <int N>
+  static LOWBIT_AVX512_INLINE vi slli16(vi a) { return _mm512_slli_epi16(a, N); }
+  template <int N>
+  static LOWBIT_AVX512_INLINE vi srai16(vi a) { return _mm512_srai_epi16(a, N); }
+  static LOWBIT_AVX512_INLINE vi xor16_where_eq(vi h, vi probe, vi value, vi bits) {
+    return _mm512_xor_si512(h, _mm512_maskz_mov_epi16(_mm512_cmpeq_epi16_mask(probe, value), bits));
+  }
+};
+#endif  // LOWBIT_HAS_AVX512_KERNELS
+
+}  // namespace kernels
+}  // namespace lowbit
+
+LOWBIT_AVX512_WARNINGS_END
+
+#endif  // LOWBIT_HAS_AVX2_KERNELS
+
+#endif  // LOWBIT_KERNELS_VEC_HPP
