@@ -1,5 +1,6 @@
 // lowbit benchmarks: the block formats (schemes/mx.hpp, schemes/nvfp4.hpp), quantize and
-// dequantize, each on the scalar path and the AVX2 path side by side (lowbit::scoped_isa), on a
+// dequantize, each on the scalar, AVX2 and (MXFP4, NVFP4) AVX-512 paths side by side
+// (lowbit::scoped_isa), on a
 // cache-resident input (16384 elements) and a DRAM-sized one (4096 x 4096), single-threaded, next
 // to the machine's ceilings (baselines.hpp) measured in the same run.
 //
@@ -17,6 +18,7 @@
 #include <cstdint>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include <lowbit/core/cpu.hpp>
 #include <lowbit/schemes/mx.hpp>
@@ -233,7 +235,14 @@ void ggml_dequantize_bench(benchmark::State& state, std::size_t n, isa which, bo
   set_counters(state, n, n / G::per_block * sizeof(typename G::block) + n * sizeof(float));
 }
 
-const isa paths[] = {isa::scalar, isa::avx2};
+// scalar, avx2, and avx512 where the CPU has it and the operation has an AVX-512 kernel (MXFP4,
+// NVFP4; the other MX formats run their AVX2 kernel on the avx512 path, so no row of their own).
+std::vector<isa> paths_for(bool has_avx512_kernel) {
+  std::vector<isa> p = {isa::scalar, isa::avx2};
+  if (has_avx512_kernel && lowbit::is_supported(isa::avx512)) p.push_back(isa::avx512);
+  return p;
+}
+const std::vector<isa> paths = paths_for(true);
 const std::size_t sizes[] = {lowbit_bench::cache_elements, lowbit_bench::dram_elements};
 
 std::string suffix(isa which, std::size_t n) { return std::string("/") + lowbit::isa_name(which) + "/" + std::to_string(n); }
@@ -241,7 +250,7 @@ std::string suffix(isa which, std::size_t n) { return std::string("/") + lowbit:
 template <class Fmt>
 void register_mx(const std::string& name) {
   for (std::size_t n : sizes) {
-    for (isa which : paths) {
+    for (isa which : paths_for(lowbit::kernels::block::mx_avx512_has_kernel<Fmt>)) {
       benchmark::RegisterBenchmark(("block/" + name + "/quantize" + suffix(which, n)).c_str(),
                                    mx_quantize_bench<Fmt, float>, n, which);
       benchmark::RegisterBenchmark(("block/" + name + "/dequantize" + suffix(which, n)).c_str(),
@@ -252,7 +261,7 @@ void register_mx(const std::string& name) {
 
 template <class Fmt>
 void register_mx_bf16(const std::string& name) {
-  for (isa which : paths) {
+  for (isa which : paths_for(lowbit::kernels::block::mx_avx512_has_kernel<Fmt>)) {
     const std::size_t n = lowbit_bench::cache_elements;
     benchmark::RegisterBenchmark(("block/" + name + "/quantize/bf16" + suffix(which, n)).c_str(),
                                  mx_quantize_bench<Fmt, lowbit::bfloat16>, n, which);

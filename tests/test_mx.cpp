@@ -455,7 +455,7 @@ void check_floor_log2f_sweep() {
     x[32 * i + 7] = -amaxes[i];
   }
   std::vector<std::uint8_t> want;
-  for (const lb::isa path : {lb::isa::scalar, lb::isa::avx2}) {
+  for (const lb::isa path : {lb::isa::scalar, lb::isa::avx2, lb::isa::avx512}) {
     if (!lb::is_supported(path)) continue;
     const lb::scoped_isa use(path);
     std::vector<std::uint8_t> e(lb::packed_bytes(x.size(), Fmt::element_bits)), s(amaxes.size());
@@ -490,7 +490,7 @@ TEST(MxScale, CeilRuleWhereTheFp32QuotientIsSubnormal) {
   const float q = a / 6.0f;  // default MXCSR: the subnormal quotient is kept
   EXPECT_EQ(q, 0x1p-127f);
   EXPECT_EQ(lb::encode<lb::float8_e8m0fnu>(q, lb::overflow::saturate, rounding::toward_pos_inf).bits(), 0x00u);
-  for (const lb::isa path : {lb::isa::scalar, lb::isa::avx2}) {
+  for (const lb::isa path : {lb::isa::scalar, lb::isa::avx2, lb::isa::avx512}) {
     if (!lb::is_supported(path)) continue;
     const lb::scoped_isa use(path);
     const quantized r = run<lb::mxfp4_e2m1>(block({a}), with_rule(e8m0_rule::ceil));
@@ -804,7 +804,7 @@ TEST(MxLayout, Bfloat16InAndOut) {
 
 std::vector<lb::isa> block_paths() {
   std::vector<lb::isa> v = {lb::isa::scalar};
-  if (lowbit_test::have_avx2()) v.push_back(lb::isa::avx2);
+  for (const lb::isa p : lowbit_test::simd_paths()) v.push_back(p);
   return v;
 }
 

@@ -55,7 +55,7 @@ lb::nvfp4_options with_options(const lb::nvfp4_options& t, lb::nvfp4_options o) 
 
 std::vector<lb::isa> block_paths() {
   std::vector<lb::isa> v = {lb::isa::scalar};
-  if (lowbit_test::have_avx2()) v.push_back(lb::isa::avx2);
+  for (const lb::isa p : lowbit_test::simd_paths()) v.push_back(p);
   return v;
 }
 

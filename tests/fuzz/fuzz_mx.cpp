@@ -6,7 +6,8 @@
 //  - options and shape errors are the ones mx_storage_for reports, and are found before
 //    anything is written (canaries intact; overflowing shapes get pointers that are never valid);
 //  - null, misaligned and overlapping buffers are errors and nothing is written;
-//  - the SIMD path gives the scalar reference's status and bytes, quantizing and dequantizing;
+//  - the SIMD path gives the scalar reference's status and bytes, quantizing and dequantizing
+//    (the best path, and AVX2 as well where the best is AVX-512);
 //  - nothing is written past the elements and scales the shape needs;
 //  - under the floor rule, quantizing the dequantized values gives the same bytes back;
 //  - the run-time dispatch (mx_format) rejects an enumerator out of range.
@@ -141,6 +142,15 @@ void check(input& in) {
   LOWBIT_FUZZ_CHECK(ref.st.ok() || (ref.st.code() == errc::non_finite_input && o.non_finite_is_error),
                     "valid call (%zu x %zu, block %zu) failed: %s", sh.rows, sh.cols, o.block_size, ref.st.message());
   if (!lowbit_fuzz::check_block_quantize(ref, simd, e_bytes, s_bytes, guard, n)) return;
+  // Where the best path is AVX-512, the AVX2 path too (on_both_paths ran scalar and the best).
+  const bool also_avx2 = active_isa() == isa::avx512;
+  if (also_avx2) {
+    const outputs v2 = [&] {
+      const scoped_isa s{isa::avx2};
+      return run(0);
+    }();
+    (void)lowbit_fuzz::check_block_quantize(ref, v2, e_bytes, s_bytes, guard, n);
+  }
 
   // Dequantize, both paths; then quantize again.
   auto dequant = [&] {
@@ -152,6 +162,14 @@ void check(input& in) {
   const auto ys = lowbit_fuzz::on_both_paths(dequant);
   LOWBIT_FUZZ_CHECK(lowbit_fuzz::same_bytes(ys.first, ys.second), "dequantize: SIMD differs at %zu",
                     lowbit_fuzz::first_difference(ys.first, ys.second));
+  if (also_avx2) {
+    const std::vector<float> y2 = [&] {
+      const scoped_isa s{isa::avx2};
+      return dequant();
+    }();
+    LOWBIT_FUZZ_CHECK(lowbit_fuzz::same_bytes(ys.first, y2), "dequantize: AVX2 differs at %zu",
+                      lowbit_fuzz::first_difference(ys.first, y2));
+  }
   for (std::size_t i = n; i < n + guard; ++i)
     LOWBIT_FUZZ_CHECK(lowbit_fuzz::float_bits(ys.first[i]) == 0xA5A5A5A5u, "dequantize wrote past n");
   if (o.scale_rule == e8m0_rule::floor && std::is_same<Src, float>::value) {

@@ -7,7 +7,8 @@
 //    [2^-119, 2^119] or an enumerator out of range, bad_block_size for cols % 16), found before
 //    anything is written (canaries intact; overflowing shapes get pointers that are never valid);
 //  - null, misaligned and overlapping buffers are errors and nothing is written;
-//  - the SIMD path gives the scalar reference's status and bytes, quantizing and dequantizing;
+//  - the SIMD path gives the scalar reference's status and bytes, quantizing and dequantizing
+//    (the best path, and AVX2 as well where the best is AVX-512);
 //  - nothing is written past the elements and scales the shape needs;
 //  - a tensor scale computed from the data is the same on both paths, and valid.
 #include <cmath>
@@ -164,6 +165,15 @@ void check(input& in) {
                     "valid call (%zu x %zu, t %a) failed: %s", sh.rows, sh.cols, static_cast<double>(o.tensor_scale),
                     ref.st.message());
   if (!lowbit_fuzz::check_block_quantize(ref, simd, e_bytes, s_bytes, guard, n)) return;
+  // Where the best path is AVX-512, the AVX2 path too (on_both_paths ran scalar and the best).
+  const bool also_avx2 = active_isa() == isa::avx512;
+  if (also_avx2) {
+    const outputs v2 = [&] {
+      const scoped_isa s{isa::avx2};
+      return run(0);
+    }();
+    (void)lowbit_fuzz::check_block_quantize(ref, v2, e_bytes, s_bytes, guard, n);
+  }
 
   // Dequantize, both paths; then quantize again.
   auto dequant = [&] {
@@ -175,6 +185,14 @@ void check(input& in) {
   const auto ys = lowbit_fuzz::on_both_paths(dequant);
   LOWBIT_FUZZ_CHECK(lowbit_fuzz::same_bytes(ys.first, ys.second), "dequantize: SIMD differs at %zu",
                     lowbit_fuzz::first_difference(ys.first, ys.second));
+  if (also_avx2) {
+    const std::vector<float> y2 = [&] {
+      const scoped_isa s{isa::avx2};
+      return dequant();
+    }();
+    LOWBIT_FUZZ_CHECK(lowbit_fuzz::same_bytes(ys.first, y2), "dequantize: AVX2 differs at %zu",
+                      lowbit_fuzz::first_difference(ys.first, y2));
+  }
   for (std::size_t i = n; i < n + guard; ++i)
     LOWBIT_FUZZ_CHECK(lowbit_fuzz::float_bits(ys.first[i]) == 0xA5A5A5A5u, "dequantize wrote past n");
 }

@@ -47,6 +47,7 @@
 #include "../core/status.hpp"
 #include "../formats/types.hpp"
 #include "../kernels/mx/avx2.hpp"
+#include "../kernels/mx/avx512.hpp"
 #include "../kernels/mx/scalar.hpp"
 #include "storage.hpp"
 
@@ -144,6 +145,14 @@ inline status mx_quantize_impl(const Src* src, std::size_t rows, std::size_t col
   // (kernels/mx/scalar.hpp). Both are integer (or exact) arithmetic that no MXCSR setting can
   // change, so MX opens no FP-environment guard (NVFP4, which computes in float32, does).
   bool nan_block = false;
+#if LOWBIT_HAS_AVX512_KERNELS
+  if constexpr (kernels::block::mx_avx512_has_kernel<Fmt>) {
+    if (use_avx512() && kernels::block::mx_avx512_supports<Fmt>(o)) {
+      nan_block = kernels::block::avx512::mx_quantize<Fmt>(src, n, o, elements, scales);
+      return nan_block && o.non_finite_is_error ? status{errc::non_finite_input} : status{errc::ok};
+    }
+  }
+#endif
 #if LOWBIT_HAS_AVX2_KERNELS
   if (use_avx2() && kernels::block::mx_avx2_supports_quantize(o)) {
     nan_block = kernels::block::avx2::mx_quantize<Fmt>(src, n, o, elements, scales);
@@ -164,6 +173,14 @@ inline status mx_dequantize_impl(const std::uint8_t* elements, const std::uint8_
   if (!st || n == 0) return st;
   st = mx_check_buffers<Fmt>(dst, true, elements, scales, n, o.block_size);
   if (!st) return st;
+#if LOWBIT_HAS_AVX512_KERNELS
+  if constexpr (kernels::block::mx_avx512_has_kernel<Fmt>) {
+    if (use_avx512() && kernels::block::mx_avx512_supports<Fmt>(o)) {
+      kernels::block::avx512::mx_dequantize<Fmt>(elements, scales, n, o, dst);
+      return errc::ok;
+    }
+  }
+#endif
 #if LOWBIT_HAS_AVX2_KERNELS
   if (use_avx2() && kernels::block::mx_avx2_supports(o)) {
     kernels::block::avx2::mx_dequantize<Fmt>(elements, scales, n, o, dst);
@@ -498,6 +515,11 @@ template <class Src>
   if (!st) return st;
   const kernels::block::mxfp4_ggml_layout<std::uint8_t> out{reinterpret_cast<std::uint8_t*>(blocks)};
   bool nan_block = false;
+#if LOWBIT_HAS_AVX512_KERNELS
+  if (detail::use_avx512()) {
+    nan_block = kernels::block::avx512::mx_quantize<mxfp4>(src, n, o, out);
+  } else
+#endif
 #if LOWBIT_HAS_AVX2_KERNELS
   if (detail::use_avx2() && kernels::block::mx_avx2_supports_quantize(o)) {
     nan_block = kernels::block::avx2::mx_quantize<mxfp4>(src, n, o, out);
@@ -518,6 +540,12 @@ template <class Dst>
   st = detail::check_buffers({detail::buffer_of(blocks, n / 32)}, {detail::buffer_of(dst, n)});
   if (!st) return st;
   const kernels::block::mxfp4_ggml_layout<const std::uint8_t> in{reinterpret_cast<const std::uint8_t*>(blocks)};
+#if LOWBIT_HAS_AVX512_KERNELS
+  if (detail::use_avx512()) {
+    kernels::block::avx512::mx_dequantize<mxfp4>(in, n, o, dst);
+    return errc::ok;
+  }
+#endif
 #if LOWBIT_HAS_AVX2_KERNELS
   if (detail::use_avx2()) {
     kernels::block::avx2::mx_dequantize<mxfp4>(in, n, o, dst);

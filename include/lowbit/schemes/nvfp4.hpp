@@ -67,6 +67,7 @@
 #include "../formats/types.hpp"
 #include "../kernels/fp_env.hpp"
 #include "../kernels/nvfp4/avx2.hpp"
+#include "../kernels/nvfp4/avx512.hpp"
 #include "../kernels/nvfp4/scalar.hpp"
 #include "mx.hpp"
 
@@ -216,9 +217,14 @@ inline status nvfp4_quantize_impl(const Src* src, std::size_t rows, std::size_t 
   // MXCSR (FTZ/DAZ would otherwise flush subnormal effective scales).
   const kernels::ieee_scope env;
   bool nan_block = false;
+#if LOWBIT_HAS_AVX512_KERNELS
+  if (use_avx512()) {
+    nan_block = kernels::block::avx512::nvfp4_quantize(src, n, o, elements, scales);
+  } else
+#endif
 #if LOWBIT_HAS_AVX2_KERNELS
-  // The AVX2 kernel (kernels/nvfp4/avx2.hpp) performs the same float32 operations as the
-  // reference loop (kernels/nvfp4/scalar.hpp) and writes the same bytes.
+  // The AVX2 and AVX-512 kernels (kernels/nvfp4/avx2.hpp, avx512.hpp) perform the same float32
+  // operations as the reference loop (kernels/nvfp4/scalar.hpp) and write the same bytes.
   if (use_avx2()) {
     nan_block = kernels::block::avx2::nvfp4_quantize(src, n, o, elements, scales);
   } else
@@ -239,6 +245,12 @@ inline status nvfp4_dequantize_impl(const std::uint8_t* elements, const std::uin
   st = nvfp4_check_buffers(dst, true, elements, scales, n);
   if (!st) return st;
   const kernels::ieee_scope env;  // see nvfp4_quantize_impl
+#if LOWBIT_HAS_AVX512_KERNELS
+  if (use_avx512()) {
+    kernels::block::avx512::nvfp4_dequantize(elements, scales, n, o, dst);
+    return errc::ok;
+  }
+#endif
 #if LOWBIT_HAS_AVX2_KERNELS
   if (use_avx2()) {
     kernels::block::avx2::nvfp4_dequantize(elements, scales, n, o, dst);
@@ -499,6 +511,11 @@ template <class Src>
   const kernels::ieee_scope env;  // see nvfp4_quantize_impl
   const kernels::block::nvfp4_ggml_layout<std::uint8_t> out{reinterpret_cast<std::uint8_t*>(blocks)};
   bool nan_block = false;
+#if LOWBIT_HAS_AVX512_KERNELS
+  if (detail::use_avx512()) {
+    nan_block = kernels::block::avx512::nvfp4_quantize(src, n, o, out);
+  } else
+#endif
 #if LOWBIT_HAS_AVX2_KERNELS
   if (detail::use_avx2()) {
     nan_block = kernels::block::avx2::nvfp4_quantize(src, n, o, out);
@@ -521,6 +538,11 @@ template <class Dst>
   const kernels::ieee_scope env;
   const kernels::block::nvfp4_ggml_layout<const std::uint8_t> in{reinterpret_cast<const std::uint8_t*>(blocks)};
   bool ok = false;
+#if LOWBIT_HAS_AVX512_KERNELS
+  if (detail::use_avx512()) {
+    ok = kernels::block::avx512::nvfp4_dequantize(in, n, o, dst);
+  } else
+#endif
 #if LOWBIT_HAS_AVX2_KERNELS
   if (detail::use_avx2()) {
     ok = kernels::block::avx2::nvfp4_dequantize(in, n, o, dst);

@@ -1,0 +1,738 @@
+// lowbit: AVX-512 (F, BW, DQ, VL) kernels of MXFP4, MXFP8 (E4M3, E5M2) and MXINT8, quantize and
+// dequantize, float32 or bfloat16 on the float side, planar or (MXFP4) ggml's block_mxfp4 layout,
+// bit-identical to the scalar reference
+// (kernels/mx/scalar.hpp) and to the AVX2 kernel (kernels/mx/avx2.hpp), whose algorithm they
+// follow on twice the width: the same integer encoders (scale rules, E2M1 by 16-bit keys, the
+// shift encoder for the directed roundings), the same fast range and the same hand-off of NaN
+// blocks and of blocks below the fast range to the reference. Integer arithmetic only: no result
+// depends on MXCSR. The NVFP4 kernels (kernels/nvfp4/avx512.hpp) share the encoders here.
+//
+// Where the 512-bit code differs from the AVX2 code (and why it is not the same source over a
+// width parameter): comparisons land in mask registers (so the blends, the "count the thresholds
+// passed" step and the NaN overrides are masked moves instead of vector masks); 16 blocks' scales
+// at a time need a 16x16 transpose-max (reduce16_max) instead of 8x8; the E2M1 keys are formed in
+// one of two lane orders chosen for the store that follows (vpackssdw order for lowbit's planar
+// nibbles, a masked word blend for ggml's split halves) and packed by vpmov* narrowing stores
+// (store_e2m1_*), which have no AVX2 counterpart; and the dequantizer looks a block's 16 float32
+// results up with one vpermd from a 64-byte table row (dequantize_fp4), where AVX2 needs two
+// vpshufb on 16-bit halves and four unpacks. The lane-wise arithmetic (e8m0_codes16,
+// encode_magnitude16, e2m1_nearest32) is the AVX2 code line for line. See docs/performance.md,
+// "AVX-512 block formats (issue 15)".
+//
+// Coverage: MXFP4, MXFP8 and MXINT8 with blocks that are whole multiples of 32
+// (mx_avx512_supports); MXFP6 and other block sizes run the AVX2 kernel on the avx512 path.
+#ifndef LOWBIT_KERNELS_MX_AVX512_HPP
+#define LOWBIT_KERNELS_MX_AVX512_HPP
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "../../core/bits.hpp"
+#include "../../core/cpu.hpp"
+#include "../../core/rounding.hpp"
+#include "../../formats/types.hpp"
+#include "avx2.hpp"
+#include "scalar.hpp"
+
+#if LOWBIT_HAS_AVX512_KERNELS
+#include <immintrin.h>
+
+#if defined(__OPTIMIZE__)
+#define LOWBIT_BLOCK512_INLINE LOWBIT_TARGET_AVX512 inline __attribute__((always_inline))
+#else
+#define LOWBIT_BLOCK512_INLINE LOWBIT_TARGET_AVX512 inline
+#endif
+#endif
+
+LOWBIT_AVX512_WARNINGS_BEGIN
+
+namespace lowbit {
+namespace kernels {
+namespace block {
+
+// What the AVX-512 MX kernels cover (quantize and dequantize): MXFP4, MXFP8 (E4M3, E5M2) and
+// MXINT8 with blocks of 32, 64, ... Everything else (MXFP6, other block sizes) takes the AVX2
+// kernel (or the scalar loop) as before.
+template <class Fmt>
+inline constexpr bool mx_avx512_has_kernel = std::is_same<Fmt, mxfp4_e2m1>::value ||
+                                             std::is_same<Fmt, mxfp8_e4m3>::value ||
+                                             std::is_same<Fmt, mxfp8_e5m2>::value || std::is_same<Fmt, mxint8>::value;
+template <class Fmt>
+constexpr bool mx_avx512_supports(const mx_options& o) noexcept {
+  return mx_avx512_has_kernel<Fmt> && o.block_size % 32 == 0 && o.block_size != 0;
+}
+
+#if LOWBIT_HAS_AVX512_KERNELS
+namespace avx512 {
+namespace detail {
+
+using namespace ::lowbit::kernels::block::detail;
+
+LOWBIT_BLOCK512_INLINE __m512i set1(int v) { return _mm512_set1_epi32(v); }
+
+// 16 source values as float32 bit patterns (bfloat16 widens exactly).
+LOWBIT_BLOCK512_INLINE __m512i load16(const float* p) { return _mm512_castps_si512(_mm512_loadu_ps(p)); }
+LOWBIT_BLOCK512_INLINE __m512i load16(const bfloat16* p) {
+  return _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16);
+}
+
+// Lane i: the maximum of the 16 lanes of m[i] (signed; used on |x| bit patterns). Four rounds of
+// pairwise maxima over interleaved halves: 32-bit, 64-bit, then 128-bit lanes twice.
+LOWBIT_BLOCK512_INLINE __m512i reduce16_max(const __m512i m[16]) {
+  __m512i t[8], u[4], v[2];
+  for (int i = 0; i < 8; ++i)
+    t[i] = _mm512_max_epi32(_mm512_unpacklo_epi32(m[2 * i], m[2 * i + 1]), _mm512_unpackhi_epi32(m[2 * i], m[2 * i + 1]));
+  for (int i = 0; i < 4; ++i)
+    u[i] = _mm512_max_epi32(_mm512_unpacklo_epi64(t[2 * i], t[2 * i + 1]), _mm512_unpackhi_epi64(t[2 * i], t[2 * i + 1]));
+  for (int i = 0; i < 2; ++i)
+    v[i] = _mm512_max_epi32(_mm512_shuffle_i32x4(u[2 * i], u[2 * i + 1], 0x88), _mm512_shuffle_i32x4(u[2 * i], u[2 * i + 1], 0xDD));
+  return _mm512_max_epi32(_mm512_shuffle_i32x4(v[0], v[1], 0x88), _mm512_shuffle_i32x4(v[0], v[1], 0xDD));
+}
+
+// E8M0 codes of 16 blocks from their amax bit patterns (0xFF where amax is NaN or Inf): the AVX2
+// e8m0_codes on 16 lanes.
+template <class Fmt>
+LOWBIT_BLOCK512_INLINE __m512i e8m0_codes16(__m512i amax, ::lowbit::e8m0_rule rule) {
+  const std::uint32_t max_bits = lowbit::detail::bit_cast<std::uint32_t>(Fmt::element_max);
+  const int k = static_cast<int>(max_bits >> 23) - 127;
+  const int c_mantissa = static_cast<int>(max_bits & 0x7FFFFFu);
+  const int even_carry = (1 << 23) - (1 << (22 - Fmt::mantissa_bits));
+  const __m512i one = set1(1);
+  const __m512i field = _mm512_srli_epi32(amax, 23);
+  const __m512i fb = _mm512_castps_si512(_mm512_cvtepi32_ps(amax));  // exact for a subnormal amax
+  const __mmask16 subnormal = _mm512_cmpeq_epi32_mask(field, _mm512_setzero_si512());
+  const __m512i e = _mm512_mask_sub_epi32(field, subnormal, _mm512_srli_epi32(fb, 23), set1(149));
+  const __m512i mant = _mm512_and_si512(_mm512_mask_mov_epi32(amax, subnormal, fb), set1(0x7FFFFF));
+  __m512i c;
+  switch (rule) {
+    case ::lowbit::e8m0_rule::ceil:
+      c = _mm512_sub_epi32(e, set1(k));
+      c = _mm512_mask_add_epi32(c, _mm512_cmpgt_epi32_mask(mant, set1(c_mantissa)), c, one);
+      break;
+    case ::lowbit::e8m0_rule::even:
+      c = _mm512_sub_epi32(e, set1(Fmt::emax));
+      c = _mm512_mask_add_epi32(c, _mm512_cmpgt_epi32_mask(mant, set1(even_carry - 1)), c, one);
+      break;
+    case ::lowbit::e8m0_rule::floor_log2f: {
+      const __m512i index = _mm512_max_epi32(_mm512_sub_epi32(e, set1(log2f_threshold_first)), _mm512_setzero_si512());
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wsign-conversion"  // GCC's gather macro (unoptimized builds) casts its mask
+#endif
+      const __m512i t = _mm512_i32gather_epi32(index, log2f_mantissa_thresholds(), 4);
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+      c = _mm512_sub_epi32(e, set1(Fmt::emax));
+      c = _mm512_mask_add_epi32(c, _mm512_cmpgt_epi32_mask(mant, _mm512_sub_epi32(t, one)), c, one);
+      break;
+    }
+    case ::lowbit::e8m0_rule::floor:
+    default: c = _mm512_sub_epi32(e, set1(Fmt::emax)); break;
+  }
+  c = _mm512_min_epi32(_mm512_max_epi32(c, _mm512_setzero_si512()), set1(254));
+  return _mm512_mask_mov_epi32(c, _mm512_cmpgt_epi32_mask(amax, set1(0x7F7FFFFF)), set1(0xFF));
+}
+
+// ------------------------------------------------------------------------------------------------
+// The shift encoder (avx2::detail::encode_magnitude on 16 lanes): |x| * 2^-s rounded into F.
+
+struct enc_block16 {
+  __m512i ks, cs, tiny;
+};
+
+template <class F>
+LOWBIT_BLOCK512_INLINE enc_block16 make_enc_block16(__m512i s) {
+  constexpr int M = F::mantissa_bits;
+  constexpr int K = F::min_exponent + 127;
+  const __m512i one = set1(1);
+  enc_block16 e;
+  e.ks = _mm512_add_epi32(s, set1(K));
+  e.cs = _mm512_add_epi32(s, set1(23 - M + K));
+  e.tiny = _mm512_slli_epi32(_mm512_max_epi32(_mm512_add_epi32(s, one), one), 23);
+  return e;
+}
+
+// a: |x| bit patterns; neg: the lanes where x is negative (read by toward_pos_inf only).
+template <class F, rounding RM>
+LOWBIT_BLOCK512_INLINE __m512i encode_magnitude16(__m512i a, __mmask16 neg, const enc_block16& e) {
+  static_assert(F::has_subnormals && F::min_exponent + 127 >= 1 && F::mantissa_bits <= 6,
+                "element formats with subnormals");
+  const __m512i one = set1(1);
+  const __m512i m2 = _mm512_min_epi32(_mm512_srli_epi32(a, 23), e.ks);
+  __m512i z = _mm512_add_epi32(_mm512_sub_epi32(a, _mm512_slli_epi32(m2, 23)), set1(1 << 23));
+  const __m512i shift = _mm512_sub_epi32(e.cs, m2);
+  __m512i n;
+  if constexpr (RM == rounding::toward_zero) {
+    n = _mm512_srlv_epi32(z, shift);
+  } else if constexpr (RM == rounding::toward_pos_inf) {
+    z = _mm512_mask_mov_epi32(z, _mm512_cmpgt_epi32_mask(e.tiny, a), _mm512_min_epu32(a, one));
+    const __m512i rem_mask = _mm512_sub_epi32(_mm512_sllv_epi32(one, shift), one);
+    const __mmask16 inexact = _mm512_test_epi32_mask(z, rem_mask);
+    n = _mm512_srlv_epi32(z, shift);
+    n = _mm512_mask_add_epi32(n, static_cast<__mmask16>(inexact & ~neg), n, one);
+  } else {
+    const __m512i half_minus_one = _mm512_srlv_epi32(set1(0x7FFFFFFF), _mm512_sub_epi32(set1(32), shift));
+    __m512i t = _mm512_add_epi32(z, half_minus_one);
+    if constexpr (RM == rounding::nearest_even) {
+      t = _mm512_add_epi32(t, _mm512_and_si512(_mm512_srlv_epi32(z, shift), one));
+    } else if constexpr (RM == rounding::nearest_away) {
+      t = _mm512_add_epi32(t, one);
+    } else {
+      static_assert(RM == rounding::nearest_toward_zero, "stochastic rounding is not vectorized here");
+    }
+    n = _mm512_srlv_epi32(t, shift);
+  }
+  return _mm512_min_epu32(n, set1(static_cast<int>(F::max_bits)));
+}
+
+// ------------------------------------------------------------------------------------------------
+// E2M1, 32 values at a time (b0: elements 0-15, b1: 16-31), on 16-bit keys held in one of two
+// orders, chosen for the store that follows:
+//   planar order (Planar = true, vpackssdw): 128-bit lane k holds elements 4k..4k+3 in words 0-3
+//     and 16+4k..16+4k+3 in words 4-7, so every dword holds two adjacent elements, the pair a
+//     planar byte packs;
+//   pair order (Planar = false, a masked word blend): dword j holds element j in its low word and
+//     element j + 16 in its high word, the pair a split-halves byte packs (ggml).
+// The arithmetic is lane-wise, so the order only matters to the stores.
+
+template <rounding RM>
+constexpr bool is_nearest() {
+  return RM == rounding::nearest_even || RM == rounding::nearest_away || RM == rounding::nearest_toward_zero;
+}
+
+struct e2m1_consts16 {
+  __m512i low16, bit16, key16, one16, two16, seven16, eight16;
+  __m512i sub_lo, sub_hi, bias;
+};
+
+template <rounding RM>
+LOWBIT_BLOCK512_INLINE e2m1_consts16 make_e2m1_consts16() {
+  constexpr bool even = RM == rounding::nearest_even;
+  constexpr bool away = RM == rounding::nearest_away;
+  e2m1_consts16 c;
+  c.low16 = set1(0xFFFF);
+  c.bit16 = set1(0x10000);
+  c.key16 = _mm512_set1_epi16(0x7FFF);
+  c.one16 = _mm512_set1_epi16(1);
+  c.two16 = _mm512_set1_epi16(2);
+  c.seven16 = _mm512_set1_epi16(7);
+  c.eight16 = _mm512_set1_epi16(8);
+  c.sub_lo = _mm512_set1_epi16(static_cast<short>(away ? 0x3E80 - 1 : 0x3E80));
+  c.sub_hi = _mm512_set1_epi16(static_cast<short>(even || away ? 0x3F40 - 1 : 0x3F40));
+  c.bias = _mm512_set1_epi16(static_cast<short>((away ? 32 : 31) - 252 * 64));
+  return c;
+}
+
+// The high 16-bit halves of 32 values in planar or pair order (vpackssdw of the arithmetic
+// shifts keeps each half's bits exactly).
+template <bool Planar>
+LOWBIT_BLOCK512_INLINE __m512i high_halves32(__m512i b0, __m512i b1) {
+  if constexpr (Planar) {
+    return _mm512_packs_epi32(_mm512_srai_epi32(b0, 16), _mm512_srai_epi32(b1, 16));
+  } else {
+    return _mm512_mask_blend_epi16(0xAAAAAAAAu, _mm512_srli_epi32(b0, 16), b1);
+  }
+}
+// The same with "the low half is nonzero" ORed into bit 0 (the sign stays in bit 15).
+template <bool Planar>
+LOWBIT_BLOCK512_INLINE __m512i sticky_high_halves(__m512i b0, __m512i b1, const e2m1_consts16& c) {
+  const __m512i w0 = _mm512_mask_or_epi32(b0, _mm512_test_epi32_mask(b0, c.low16), b0, c.bit16);
+  const __m512i w1 = _mm512_mask_or_epi32(b1, _mm512_test_epi32_mask(b1, c.low16), b1, c.bit16);
+  return high_halves32<Planar>(w0, w1);
+}
+// Codes n0 (elements 0-15) and n1 (16-31), one per dword, in planar or pair order.
+template <bool Planar>
+LOWBIT_BLOCK512_INLINE __m512i codes_in_order(__m512i n0, __m512i n1) {
+  if constexpr (Planar) {
+    return _mm512_packs_epi32(n0, n1);
+  } else {
+    return _mm512_or_si512(n0, _mm512_slli_epi32(n1, 16));
+  }
+}
+
+// avx2::detail::e2m1_nearest16 on 32 values: b0, b1 the bit patterns of v = x * 2^-s, s7 = s * 128
+// in every 16-bit lane. Complete codes (sign in bit 3) in planar or pair order.
+template <rounding RM, bool Planar>
+LOWBIT_BLOCK512_INLINE __m512i e2m1_nearest32(__m512i b0, __m512i b1, __m512i s7, bool signed_zero,
+                                               const e2m1_consts16& c) {
+  static_assert(is_nearest<RM>(), "a nearest mode");
+  const __m512i hw = sticky_high_halves<Planar>(b0, b1, c);
+  const __m512i k = _mm512_sub_epi16(_mm512_and_si512(hw, c.key16), s7);
+  __m512i t = _mm512_add_epi16(k, c.bias);
+  if constexpr (RM == rounding::nearest_even) {
+    t = _mm512_add_epi16(t, _mm512_and_si512(_mm512_srli_epi16(k, 6), c.one16));
+  }
+  const __m512i normal = _mm512_min_epi16(_mm512_srai_epi16(t, 6), c.seven16);
+  // 0, 1 or 2: how many of the two thresholds below 1 the value passes
+  const __m512i below_one = _mm512_mask_mov_epi16(_mm512_maskz_mov_epi16(_mm512_cmpgt_epi16_mask(k, c.sub_lo), c.one16),
+                                                  _mm512_cmpgt_epi16_mask(k, c.sub_hi), c.two16);
+  const __m512i n = _mm512_max_epi16(normal, below_one);
+  __mmask32 neg = _mm512_movepi16_mask(hw);
+  if (!signed_zero) neg &= _mm512_test_epi16_mask(n, n);
+  return _mm512_mask_add_epi16(n, neg, n, c.eight16);
+}
+
+// The same under a directed rounding, through the shift encoder (e: the block's constants).
+template <rounding RM, bool Planar>
+LOWBIT_BLOCK512_INLINE __m512i e2m1_directed32(__m512i b0, __m512i b1, const enc_block16& e, bool signed_zero,
+                                                const e2m1_consts16& c) {
+  using F = formats::e2m1fn;
+  const __m512i abs_mask = set1(0x7FFFFFFF);
+  const __m512i n0 = encode_magnitude16<F, RM>(_mm512_and_si512(b0, abs_mask), _mm512_movepi32_mask(b0), e);
+  const __m512i n1 = encode_magnitude16<F, RM>(_mm512_and_si512(b1, abs_mask), _mm512_movepi32_mask(b1), e);
+  const __m512i n = codes_in_order<Planar>(n0, n1);
+  __mmask32 neg = _mm512_movepi16_mask(high_halves32<Planar>(b0, b1));
+  if (!signed_zero) neg &= _mm512_test_epi16_mask(n, n);
+  return _mm512_mask_add_epi16(n, neg, n, c.eight16);
+}
+
+// 32 codes in planar order -> 16 bytes of lowbit's planar nibbles (byte i: elements 2i low,
+// 2i + 1 high): one shift-or per dword, vpmovdb, and a vpshufb from lane order (planar bytes
+// 2k, 2k + 1, 8 + 2k, 9 + 2k in lane k) to byte order. Count 16: the first 8 bytes (elements
+// 0-15) only.
+template <int Count>
+LOWBIT_BLOCK512_INLINE void store_e2m1_planar(std::uint8_t* dst, __m512i w) {
+  const __m128i x = _mm_shuffle_epi8(_mm512_cvtepi32_epi8(_mm512_or_si512(w, _mm512_srli_epi32(w, 12))),
+                                     _mm_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15));
+  if constexpr (Count == 32) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), x);
+  } else {
+    static_assert(Count == 16, "16 or 32 codes");
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(dst), x);
+  }
+}
+
+// 32 codes in pair order -> 16 bytes in split halves of 32 (ggml's block_mxfp4: byte j holds
+// element j low and j + 16 high): one shift-or per lane and vpmovdb.
+LOWBIT_BLOCK512_INLINE void store_e2m1_split32(std::uint8_t* dst, __m512i w) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm512_cvtepi32_epi8(_mm512_or_si512(w, _mm512_srli_epi32(w, 12))));
+}
+
+// Two blocks of 16 codes (block A in the low words, B in the high words of pair order) -> 8
+// bytes each in split halves of 16 (ggml's block_nvfp4 sub-blocks: byte j holds element j low
+// and j + 8 high). Count 16: block A only.
+template <int Count>
+LOWBIT_BLOCK512_INLINE void store_e2m1_split16(std::uint8_t* dst, __m512i w) {
+  const __m512i t = _mm512_or_si512(w, _mm512_slli_epi32(_mm512_shuffle_i64x2(w, w, 0xEE), 4));
+  const __m128i b = _mm256_cvtepi16_epi8(_mm512_castsi512_si256(t));  // A'0 B'0 A'1 B'1 ...
+  const __m128i x = _mm_shuffle_epi8(b, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15));
+  if constexpr (Count == 32) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), x);
+  } else {
+    static_assert(Count == 16, "16 or 32 codes");
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(dst), x);
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// MXFP8 and MXINT8 elements: 16 complete codes (sign, and MXINT8's two's complement) per vector,
+// through the shift encoder (avx2::detail::mx_encode8 on 16 lanes), stored with vpmovdb.
+
+template <class Fmt, rounding RM>
+LOWBIT_BLOCK512_INLINE __m512i mx_encode16(__m512i b, const enc_block16& e, bool signed_zero) {
+  using traits = mx_element_traits<Fmt>;
+  using F = typename traits::spec;
+  const __m512i a = _mm512_and_si512(b, set1(0x7FFFFFFF));
+  const __mmask16 neg = _mm512_movepi32_mask(b);
+  const __m512i n = encode_magnitude16<F, RM>(a, neg, e);
+  if constexpr (traits::is_int8) {
+    return _mm512_and_si512(_mm512_mask_sub_epi32(n, neg, _mm512_setzero_si512(), n), set1(0xFF));
+  } else {
+    const __mmask16 sneg = signed_zero ? neg : static_cast<__mmask16>(neg & _mm512_test_epi32_mask(n, n));
+    return _mm512_mask_or_epi32(n, sneg, n, set1(static_cast<int>(F::sign_mask)));
+  }
+}
+
+template <class Fmt, rounding RM, class Src>
+LOWBIT_BLOCK512_INLINE void mx_encode_block_fp8(const Src* x, std::uint8_t* out, std::size_t block_size,
+                                                 const std::int32_t& s_pair, bool signed_zero) {
+  const enc_block16 e =
+      make_enc_block16<typename mx_element_traits<Fmt>::spec>(_mm512_srai_epi32(_mm512_set1_epi32(s_pair), 23));
+  for (std::size_t i = 0; i < block_size; i += 32) {
+    const __m128i c0 = _mm512_cvtepi32_epi8(mx_encode16<Fmt, RM>(load16(x + i), e, signed_zero));
+    const __m128i c1 = _mm512_cvtepi32_epi8(mx_encode16<Fmt, RM>(load16(x + i + 16), e, signed_zero));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm256_inserti128_si256(_mm256_castsi128_si256(c0), c1, 1));
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// MX quantize.
+
+// s_pair: the scale exponent s times 128 in both 16-bit halves (a 32-bit broadcast from memory
+// costs no shuffle uop, where a 16-bit broadcast would).
+template <rounding RM, bool Split, class Src>
+LOWBIT_BLOCK512_INLINE void mx_encode_block_fp4(const Src* x, std::uint8_t* out, std::size_t block_size,
+                                                 const std::int32_t& s_pair, bool signed_zero, const e2m1_consts16& c) {
+  if constexpr (is_nearest<RM>()) {
+    const __m512i s7 = _mm512_set1_epi32(s_pair);
+    for (std::size_t i = 0; i < block_size; i += 32) {
+      const __m512i w = e2m1_nearest32<RM, !Split>(load16(x + i), load16(x + i + 16), s7, signed_zero, c);
+      if constexpr (Split) {
+        store_e2m1_split32(out + i / 2, w);
+      } else {
+        store_e2m1_planar<32>(out + i / 2, w);
+      }
+    }
+  } else {
+    const enc_block16 e = make_enc_block16<formats::e2m1fn>(_mm512_srai_epi32(_mm512_set1_epi32(s_pair), 23));
+    for (std::size_t i = 0; i < block_size; i += 32) {
+      const __m512i w = e2m1_directed32<RM, !Split>(load16(x + i), load16(x + i + 16), e, signed_zero, c);
+      if constexpr (Split) {
+        store_e2m1_split32(out + i / 2, w);
+      } else {
+        store_e2m1_planar<32>(out + i / 2, w);
+      }
+    }
+  }
+}
+
+// 16 blocks at a time: their amax (reduce16_max), their scales, then every block through the
+// fast path with its own scale exponent; NaN blocks and blocks below the fast range are rewritten
+// afterwards, as in the AVX2 kernel.
+template <class Fmt, rounding RM, class Src, class Out>
+LOWBIT_TARGET_AVX512 inline bool mx_quantize_rm(const Src* src, std::size_t blocks, const ::lowbit::mx_options& o,
+                                                const Out out) {
+  static_assert(mx_avx512_has_kernel<Fmt>, "a format with an AVX-512 kernel");
+  constexpr bool fp4 = Fmt::element_bits == 4;
+  constexpr bool split = Out::split;
+  static_assert(!split || fp4, "split halves hold FP4 codes");
+  const std::size_t bs = o.block_size;
+  const ::lowbit::e8m0_rule rule = o.scale_rule;
+  const bool signed_zero = o.signed_zero;
+  const std::size_t block_bytes = bs * Fmt::element_bits / 8;
+  const __m512i abs_mask = set1(0x7FFFFFFF);
+  const e2m1_consts16 c = make_e2m1_consts16<RM>();
+  bool non_finite = false;
+  alignas(64) std::int32_t s_lane[16];
+  for (std::size_t g = 0; g < blocks; g += 16) {
+    const std::size_t count = blocks - g < 16 ? blocks - g : 16;
+    const Src* xg = src + g * bs;
+    __m512i m[16];
+    for (std::size_t j = 0; j < 16; ++j) {
+      __m512i acc = _mm512_setzero_si512();
+      if (j < count) {
+        const Src* x = xg + j * bs;
+        acc = _mm512_max_epi32(_mm512_and_si512(load16(x), abs_mask), _mm512_and_si512(load16(x + 16), abs_mask));
+        for (std::size_t i = 32; i < bs; i += 32)
+          acc = _mm512_max_epi32(acc, _mm512_max_epi32(_mm512_and_si512(load16(x + i), abs_mask),
+                                                       _mm512_and_si512(load16(x + i + 16), abs_mask)));
+      }
+      m[j] = acc;
+    }
+    const __m512i amax = reduce16_max(m);
+    const __m512i codes = e8m0_codes16<Fmt>(amax, rule);
+    if (!split && count == 16) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out.scale_ptr(g)), _mm512_cvtepi32_epi8(codes));
+    } else {
+      alignas(16) std::uint8_t lane[16];
+      _mm_store_si128(reinterpret_cast<__m128i*>(lane), _mm512_cvtepi32_epi8(codes));
+      for (std::size_t j = 0; j < count; ++j) *out.scale_ptr(g + j) = lane[j];
+    }
+    const __mmask16 zero_block = _mm512_cmpeq_epi32_mask(amax, _mm512_setzero_si512());
+    // s * 128 in both 16-bit halves of each lane (s >= -127: the low half is s * 128 mod 2^16)
+    const __m512i s = _mm512_maskz_sub_epi32(static_cast<__mmask16>(~zero_block), codes, set1(127));
+    _mm512_store_si512(s_lane, _mm512_or_si512(_mm512_and_si512(_mm512_slli_epi32(s, 7), set1(0xFFFF)),
+                                               _mm512_slli_epi32(s, 23)));
+    for (std::size_t j = 0; j < count; ++j) {
+      if constexpr (fp4) {
+        mx_encode_block_fp4<RM, split>(xg + j * bs, out.element_ptr(g + j), bs, s_lane[j], signed_zero, c);
+      } else {
+        mx_encode_block_fp8<Fmt, RM>(xg + j * bs, out.element_ptr(g + j), bs, s_lane[j], signed_zero);
+      }
+    }
+    const unsigned nan_mask = _mm512_cmpeq_epi32_mask(codes, set1(0xFF));
+    const unsigned low_mask = _mm512_cmpgt_epi32_mask(set1(127 + mx_fast_min_exponent), codes) & ~unsigned{zero_block};
+    const unsigned special = (nan_mask | low_mask) & ((1u << count) - 1u);
+    if (special != 0) {
+      for (std::size_t j = 0; j < count; ++j) {
+        if (((special >> j) & 1u) == 0) continue;
+        if ((nan_mask >> j) & 1u) {
+          std::memset(out.element_ptr(g + j), 0, block_bytes);
+          non_finite = true;
+        } else {
+          mx_quantize_block_to<Fmt>(xg + j * bs, o, out, g + j);
+        }
+      }
+    }
+  }
+  return non_finite;
+}
+
+// ------------------------------------------------------------------------------------------------
+// MXFP4 dequantize: per scale code a row of the 16 results, float32 (one zmm, read with vpermd)
+// or bfloat16 (the 16 results twice, read with vpermw, whose index has 5 bits).
+
+struct fp4_f32_rows {
+  alignas(64) std::uint32_t row[256][16];
+};
+struct fp4_bf16_rows {
+  alignas(64) std::uint16_t row[256][32];
+};
+
+template <class F>
+inline const fp4_f32_rows& fp4_f32_table() noexcept {
+  struct holder {
+    fp4_f32_rows t;
+    holder() noexcept {
+      const half_table<16>& h = mx_half_table<F, 16, false>();
+      for (int sc = 0; sc < 256; ++sc)
+        for (int c = 0; c < 16; ++c)
+          t.row[sc][c] = (static_cast<std::uint32_t>(h.row[sc][c]) << 8 | h.row[sc][16 + c]) << 16;
+    }
+  };
+  static const holder table;
+  return table.t;
+}
+template <class F>
+inline const fp4_bf16_rows& fp4_bf16_table() noexcept {
+  struct holder {
+    fp4_bf16_rows t;
+    holder() noexcept {
+      const half_table<16>& h = mx_half_table<F, 16, true>();
+      for (int sc = 0; sc < 256; ++sc)
+        for (int c = 0; c < 32; ++c)
+          t.row[sc][c] = static_cast<std::uint16_t>(h.row[sc][c % 16] << 8 | h.row[sc][16 + c % 16]);
+    }
+  };
+  static const holder table;
+  return table.t;
+}
+
+template <bool Stream>
+LOWBIT_BLOCK512_INLINE void store16(float* dst, __m512i v) {
+  if constexpr (Stream) {
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst), v);
+  } else {
+    _mm512_storeu_si512(dst, v);
+  }
+}
+
+// 32 FP4 codes from 16 bytes -> two vectors of 16 dword indices (low 4 bits: the code; vpermd
+// reads no more). Planar: element i is byte i / 2 >> 4 (i % 2); split: element j < 16 is byte j's
+// low nibble, j + 16 its high nibble.
+template <bool Split>
+LOWBIT_BLOCK512_INLINE void fp4_indices32(const std::uint8_t* in, __m512i& i0, __m512i& i1) {
+  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in));
+  if constexpr (Split) {
+    i0 = _mm512_cvtepu8_epi32(b);
+    i1 = _mm512_srli_epi32(i0, 4);
+  } else {
+    const __m512i x = _mm512_broadcast_i32x4(b);
+    const __m512i nib = _mm512_set_epi32(4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0);
+    // dword 4k + m of 128-bit lane k takes byte 2k + m / 2 (i0) or 8 + 2k + m / 2 (i1)
+    i0 = _mm512_srlv_epi32(
+        _mm512_shuffle_epi8(x, _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0)), nib);
+    i1 = _mm512_srlv_epi32(
+        _mm512_shuffle_epi8(x, _mm512_set_epi32(15, 15, 14, 14, 13, 13, 12, 12, 11, 11, 10, 10, 9, 9, 8, 8)), nib);
+  }
+}
+
+// 32 word indices (low 4 bits the code, bit 4 free: the bfloat16 rows repeat).
+template <bool Split>
+LOWBIT_BLOCK512_INLINE __m512i fp4_word_indices32(const std::uint8_t* in) {
+  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in));
+  if constexpr (Split) {
+    const __m128i lo = _mm_and_si128(b, _mm_set1_epi8(0x0F));
+    const __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), _mm_set1_epi8(0x0F));
+    return _mm512_cvtepu8_epi16(_mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1));
+  } else {
+    // word i takes byte i / 2 (high byte zeroed), then shifts by 4 (i % 2)
+    const __m512i x = _mm512_cvtepu8_epi32(b);  // dword j = byte j
+    const __m512i w = _mm512_or_si512(x, _mm512_slli_epi32(x, 16));  // both words of dword j = byte j
+    return _mm512_srlv_epi16(w, _mm512_set1_epi32(4 << 16));
+  }
+}
+
+template <class Fmt, bool Stream, class Dst, class In>
+LOWBIT_TARGET_AVX512 inline void mx_dequantize_fp4(const In in_layout, std::size_t blocks, std::size_t bs, Dst* dst) {
+  using F = typename mx_element_traits<Fmt>::spec;
+  constexpr bool split = In::split;
+  if constexpr (std::is_same<Dst, float>::value) {
+    const fp4_f32_rows& table = fp4_f32_table<F>();
+    for (std::size_t b = 0; b < blocks; ++b) {
+      const std::uint8_t* in = in_layout.element_ptr(b);
+      float* out = dst + b * bs;
+      const __m512i row = _mm512_load_si512(table.row[*in_layout.scale_ptr(b)]);
+      for (std::size_t i = 0; i < bs; i += 32) {
+        __m512i i0, i1;
+        fp4_indices32<split>(in + i / 2, i0, i1);
+        store16<Stream>(out + i, _mm512_permutexvar_epi32(i0, row));
+        store16<Stream>(out + i + 16, _mm512_permutexvar_epi32(i1, row));
+      }
+    }
+  } else {
+    static_assert(!Stream, "streaming stores are used for float outputs only");
+    const fp4_bf16_rows& table = fp4_bf16_table<F>();
+    for (std::size_t b = 0; b < blocks; ++b) {
+      const std::uint8_t* in = in_layout.element_ptr(b);
+      Dst* out = dst + b * bs;
+      const __m512i row = _mm512_load_si512(table.row[*in_layout.scale_ptr(b)]);
+      for (std::size_t i = 0; i < bs; i += 32)
+        _mm512_storeu_si512(out + i, _mm512_permutexvar_epi16(fp4_word_indices32<split>(in + i / 2), row));
+    }
+  }
+}
+
+// float32 bit patterns -> bfloat16 codes in 32-bit lanes (avx2_common.hpp's bf16_lanes_of_f32).
+LOWBIT_BLOCK512_INLINE __m512i bf16_lanes_of_f32_16(__m512i b) {
+  const __m512i a = _mm512_and_si512(b, set1(0x7FFFFFFF));
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(a, 16), set1(1));
+  __m512i r = _mm512_srli_epi32(_mm512_add_epi32(a, _mm512_add_epi32(set1(0x7FFF), lsb)), 16);
+  r = _mm512_min_epu32(r, set1(0x7F7F));
+  r = _mm512_or_si512(r, _mm512_and_si512(_mm512_srli_epi32(b, 16), set1(0x8000)));
+  return _mm512_mask_mov_epi32(r, _mm512_cmpgt_epi32_mask(a, set1(0x7F800000)), set1(0x7FFF));
+}
+
+template <bool Stream>
+LOWBIT_BLOCK512_INLINE void store16v(float* dst, __m512 v) {
+  store16<Stream>(dst, _mm512_castps_si512(v));
+}
+template <bool Stream>
+LOWBIT_BLOCK512_INLINE void store16v(bfloat16* dst, __m512 v) {
+  static_assert(!Stream, "streaming stores are used for float outputs only");
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), _mm512_cvtepi32_epi16(bf16_lanes_of_f32_16(_mm512_castps_si512(v))));
+}
+
+
+// 16 element bytes -> 16 floats, exactly the element value times 2^-8 (E4M3), times 1 (E5M2),
+// or the integer (MXINT8): avx2::detail::widen_fp8 on 16 lanes.
+template <class Fmt>
+LOWBIT_BLOCK512_INLINE __m512 widen_fp8_16(__m128i x) {
+  if constexpr (mx_element_traits<Fmt>::is_int8) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(x));
+  } else {
+    __m256i h = _mm256_slli_epi16(_mm256_cvtepu8_epi16(x), 8);  // code << 8
+    if constexpr (std::is_same<typename mx_element_traits<Fmt>::spec, formats::e4m3fn>::value) {
+      h = _mm256_and_si256(_mm256_srai_epi16(h, 1), _mm256_set1_epi16(static_cast<short>(0xBFFF)));
+    }
+    return _mm512_cvtph_ps(h);
+  }
+}
+
+// MXFP8 and MXINT8 (avx2::detail::mx_dequantize_fp8 on 16 lanes): exact widening times 2^s
+// inside the fast range; the reference elsewhere; NaN elements rewritten afterwards.
+template <class Fmt, bool Stream, class Dst>
+LOWBIT_TARGET_AVX512 inline void mx_dequantize_fp8(const std::uint8_t* elements, const std::uint8_t* scales,
+                                                   std::size_t blocks, const ::lowbit::mx_options& o, Dst* dst) {
+  const std::size_t bs = o.block_size;
+  constexpr bool is_int8 = mx_element_traits<Fmt>::is_int8;
+  constexpr bool e4m3 = !is_int8 && std::is_same<typename mx_element_traits<Fmt>::spec, formats::e4m3fn>::value;
+  constexpr int lo = is_int8 ? -120 : e4m3 ? -117 : -110;
+  constexpr int hi = is_int8 ? 126 : e4m3 ? 119 : 112;
+  constexpr int offset = is_int8 ? -6 : e4m3 ? 8 : 0;
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const std::uint8_t* in = elements + b * bs;
+    Dst* out = dst + b * bs;
+    const std::uint8_t sc = scales[b];
+    const int s = static_cast<int>(sc) - 127;
+    if (sc == 0xFF) {
+      ::lowbit::kernels::block::avx2::detail::fill_nan(out, bs);
+      continue;
+    }
+    if (s < lo || s > hi) {
+      ::lowbit::kernels::block::avx2::detail::dequantize_block_cold<Fmt>(in, sc, o, out);
+      continue;
+    }
+    const __m512 p = _mm512_castsi512_ps(set1((s + offset + 127) << 23));
+    __mmask16 nan_codes = 0;
+    for (std::size_t i = 0; i < bs; i += 16) {
+      const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
+      if constexpr (!is_int8) {
+        const __m128i mag = _mm_and_si128(x, _mm_set1_epi8(0x7F));
+        nan_codes = static_cast<__mmask16>(nan_codes | (e4m3 ? _mm_cmpeq_epi8_mask(mag, _mm_set1_epi8(0x7F))
+                                                            : _mm_cmpgt_epi8_mask(mag, _mm_set1_epi8(0x7C))));
+      }
+      store16v<Stream>(out + i, _mm512_mul_ps(widen_fp8_16<Fmt>(x), p));
+    }
+    if (nan_codes != 0) {
+      // NaN elements decode to the quiet NaN with the code's sign (bfloat16: 0x7FFF).
+      for (std::size_t j = 0; j < bs; ++j) {
+        const unsigned mag = in[j] & 0x7Fu;
+        if (e4m3 ? mag == 0x7Fu : mag > 0x7Cu) {
+          if constexpr (std::is_same<Dst, float>::value) {
+            out[j] = lowbit::detail::bit_cast<float>(0x7FC00000u | (in[j] & 0x80u) << 24);
+          } else {
+            out[j] = bfloat16::from_bits(0x7FFF);
+          }
+        }
+      }
+    }
+  }
+}
+
+// Whether a float output is written with streaming stores: as the AVX2 kernels decide, but the
+// destination 64-byte aligned.
+template <class Dst>
+inline bool stream_output64(const Dst* dst, std::size_t n) noexcept {
+  return std::is_same<Dst, float>::value && n >= ::lowbit::kernels::avx2::stream_threshold_bytes / sizeof(float) &&
+         reinterpret_cast<std::uintptr_t>(dst) % 64 == 0;
+}
+
+}  // namespace detail
+
+// ------------------------------------------------------------------------------------------------
+// Entry points, as in kernels/mx/avx2.hpp; the options passed the bulk calls' checks and
+// mx_avx512_supports<Fmt>.
+
+template <class Fmt, class Src, class Out>
+LOWBIT_TARGET_AVX512 inline bool mx_quantize(const Src* src, std::size_t n, const ::lowbit::mx_options& o,
+                                             const Out out) {
+  const std::size_t blocks = n / o.block_size;
+  switch (o.element_rounding) {
+    case rounding::toward_zero: return detail::mx_quantize_rm<Fmt, rounding::toward_zero>(src, blocks, o, out);
+    case rounding::toward_pos_inf: return detail::mx_quantize_rm<Fmt, rounding::toward_pos_inf>(src, blocks, o, out);
+    case rounding::nearest_away: return detail::mx_quantize_rm<Fmt, rounding::nearest_away>(src, blocks, o, out);
+    case rounding::nearest_toward_zero:
+      return detail::mx_quantize_rm<Fmt, rounding::nearest_toward_zero>(src, blocks, o, out);
+    case rounding::nearest_even:
+    case rounding::stochastic:
+    default: return detail::mx_quantize_rm<Fmt, rounding::nearest_even>(src, blocks, o, out);
+  }
+}
+template <class Fmt, class Src>
+LOWBIT_TARGET_AVX512 inline bool mx_quantize(const Src* src, std::size_t n, const ::lowbit::mx_options& o,
+                                             std::uint8_t* elements, std::uint8_t* scales) {
+  const planar_layout<std::uint8_t> out{elements, scales, packed_bytes(o.block_size, Fmt::element_bits)};
+  return mx_quantize<Fmt>(src, n, o, out);
+}
+
+template <class Fmt, class Dst, class In>
+LOWBIT_TARGET_AVX512 inline void mx_dequantize(const In in, std::size_t n, const ::lowbit::mx_options& o, Dst* dst) {
+  const std::size_t bs = o.block_size;
+  if (detail::stream_output64(dst, n)) {
+    if constexpr (std::is_same<Dst, float>::value) {
+      if constexpr (Fmt::element_bits == 8) {
+        detail::mx_dequantize_fp8<Fmt, true>(in.elements, in.scales, n / bs, o, dst);
+      } else {
+        detail::mx_dequantize_fp4<Fmt, true>(in, n / bs, bs, dst);
+      }
+      _mm_sfence();
+      return;
+    }
+  }
+  if constexpr (Fmt::element_bits == 8) {
+    detail::mx_dequantize_fp8<Fmt, false>(in.elements, in.scales, n / bs, o, dst);
+  } else {
+    detail::mx_dequantize_fp4<Fmt, false>(in, n / bs, bs, dst);
+  }
+}
+template <class Fmt, class Dst>
+LOWBIT_TARGET_AVX512 inline void mx_dequantize(const std::uint8_t* elements, const std::uint8_t* scales, std::size_t n,
+                                               const ::lowbit::mx_options& o, Dst* dst) {
+  const planar_layout<const std::uint8_t> in{elements, scales, packed_bytes(o.block_size, Fmt::element_bits)};
+  mx_dequantize<Fmt>(in, n, o, dst);
+}
+
+}  // namespace avx512
+#endif  // LOWBIT_HAS_AVX512_KERNELS
+
+}  // namespace block
+}  // namespace kernels
+}  // namespace lowbit
+
+LOWBIT_AVX512_WARNINGS_END
+
+#endif  // LOWBIT_KERNELS_MX_AVX512_HPP
