@@ -67,10 +67,7 @@ def baselines(m, sizes):
 
 def convert_table(m, sizes):
     kernels = split(m, "convert")
-
-    def is_decode(kernel):
-        return kernel.endswith("->f32") or kernel.split("->")[0] not in ("f32", "f16", "bf16")
-
+    is_decode = is_conversion_decode
     print("| kernel | elements | scalar G elem/s | AVX2 G elem/s | AVX2 GB/s | AVX2 / scalar | AVX2 / trivial loop |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     # Encodings first, then decodings; within each, by source then destination.
@@ -88,26 +85,27 @@ def convert_table(m, sizes):
                 ratio(100 * avx2[0], base, "%.0f%%"), "(i8->f32)" if decode else "(f32->i8)"))
 
 
-def avx512_table(m, sizes):
-    """Each kernel's AVX-512 path against its AVX2 path and the AVX-512 trivial loops."""
-    kernels = split(m, "convert")
+def is_conversion_decode(kernel):
+    return kernel.endswith("->f32") or kernel.split("->")[0] not in ("f32", "f16", "bf16")
+
+
+def avx512_table(m, prefix, sizes, is_decode):
+    """Each kernel's AVX-512 path against its AVX2 path and the AVX-512 trivial loops (a decoder or
+    dequantizer against int8 -> float32, everything else against float32 -> int8)."""
+    kernels = split(m, prefix)
     if not any("avx512" in r for r in kernels.values()):
         return
-
-    def is_decode(kernel):
-        return kernel.endswith("->f32") or kernel.split("->")[0] not in ("f32", "f16", "bf16")
-
     print()
     print("| kernel | elements | AVX2 G elem/s | AVX-512 G elem/s | AVX-512 / AVX2 | AVX-512 / AVX-512 trivial loop |")
     print("|---|---:|---:|---:|---:|---:|")
-    order = sorted(dict.fromkeys(name for name, _ in kernels), key=lambda k: (is_decode(k), k.split("->")[0] != "f32", k))
+    names = dict.fromkeys(name for name, _ in kernels)
+    order = sorted(names, key=lambda k: (is_decode(k), k.split("->")[0] != "f32", k)) if prefix == "convert" else sorted(names)
     for n in sizes:
         for kernel in order:
             r = kernels.get((kernel, n))
             if not r or "avx512" not in r:
                 continue
-            decode = is_decode(kernel)
-            loop = "i8_to_f32_avx512" if decode else "f32_to_i8_avx512"
+            loop = "i8_to_f32_avx512" if is_decode(kernel) else "f32_to_i8_avx512"
             base = m.get("baseline/%s/%d" % (loop, n), (0, 0))[0]
             a2, a5 = r.get("avx2", (0, 0))[0], r["avx512"][0]
             print("| %s | %d | %.2f | %.2f | %s | %s |" % (
@@ -174,11 +172,12 @@ def main():
     for prefix in sorted(prefixes):
         if prefix == "convert":
             convert_table(m, sizes)
-            avx512_table(m, sizes)
+            avx512_table(m, prefix, sizes, is_conversion_decode)
         elif prefix == "inputs":
             inputs_table(m, sizes)
         else:
             scheme_table(m, prefix, sizes)
+            avx512_table(m, prefix, sizes, lambda kernel: "dequant" in kernel)
         print()
 
 
