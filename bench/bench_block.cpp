@@ -1,5 +1,5 @@
 // lowbit benchmarks: the block formats (schemes/mx.hpp, schemes/nvfp4.hpp), quantize and
-// dequantize, each on the scalar, AVX2 and (MXFP4, NVFP4) AVX-512 paths side by side
+// dequantize, each on the scalar, AVX2 and (where the operation has one) AVX-512 paths side by side
 // (lowbit::scoped_isa), on a
 // cache-resident input (16384 elements) and a DRAM-sized one (4096 x 4096), single-threaded, next
 // to the machine's ceilings (baselines.hpp) measured in the same run.
@@ -236,7 +236,8 @@ void ggml_dequantize_bench(benchmark::State& state, std::size_t n, isa which, bo
 }
 
 // scalar, avx2, and avx512 where the CPU has it and the operation has an AVX-512 kernel (MXFP4,
-// NVFP4; the other MX formats run their AVX2 kernel on the avx512 path, so no row of their own).
+// MXFP8, MXINT8, NVFP4, MXFP6 quantize; MXFP6 dequantize runs its AVX2 kernel on the avx512 path,
+// so no row of its own).
 std::vector<isa> paths_for(bool has_avx512_kernel) {
   std::vector<isa> p = {isa::scalar, isa::avx2};
   if (has_avx512_kernel && lowbit::is_supported(isa::avx512)) p.push_back(isa::avx512);
@@ -250,12 +251,12 @@ std::string suffix(isa which, std::size_t n) { return std::string("/") + lowbit:
 template <class Fmt>
 void register_mx(const std::string& name) {
   for (std::size_t n : sizes) {
-    for (isa which : paths_for(lowbit::kernels::block::mx_avx512_has_kernel<Fmt>)) {
+    for (isa which : paths_for(lowbit::kernels::block::mx_avx512_has_quantize<Fmt>))
       benchmark::RegisterBenchmark(("block/" + name + "/quantize" + suffix(which, n)).c_str(),
                                    mx_quantize_bench<Fmt, float>, n, which);
+    for (isa which : paths_for(lowbit::kernels::block::mx_avx512_has_kernel<Fmt>))
       benchmark::RegisterBenchmark(("block/" + name + "/dequantize" + suffix(which, n)).c_str(),
                                    mx_dequantize_bench<Fmt, float>, n, which);
-    }
   }
 }
 

@@ -195,6 +195,41 @@ void check(input& in) {
   }
   for (std::size_t i = n; i < n + guard; ++i)
     LOWBIT_FUZZ_CHECK(lowbit_fuzz::float_bits(ys.first[i]) == 0xA5A5A5A5u, "dequantize wrote past n");
+
+  // ggml's block_nvfp4 of arbitrary bytes (scale bytes 0xFF included: scale_overflow, the blocks
+  // before the first such ggml block written): every path against the scalar one, status and
+  // output with its guard.
+  if (n % 64 == 0 && n > 0) {
+    std::vector<ggml_block_nvfp4> blocks(n / 64);
+    std::uint32_t h = in.u32() | 1u;
+    auto next = [&h] {
+      h ^= h << 13;
+      h ^= h >> 17;
+      h ^= h << 5;
+      return static_cast<std::uint8_t>(h >> 24);
+    };
+    for (ggml_block_nvfp4& b : blocks) {
+      for (std::uint8_t& d : b.d) d = next();
+      for (std::uint8_t& q : b.qs) q = next();
+    }
+    auto gdeq = [&] {
+      std::pair<errc, std::vector<float>> r{errc::ok, lowbit_fuzz::canary_buffer<float>(n + guard)};
+      r.first = nvfp4_dequantize_ggml(blocks.data(), n, o, r.second.data()).code();
+      return r;
+    };
+    const auto gs = lowbit_fuzz::on_both_paths(gdeq);
+    LOWBIT_FUZZ_CHECK(gs.first.first == gs.second.first && lowbit_fuzz::same_bytes(gs.first.second, gs.second.second),
+                      "ggml dequantize: SIMD differs (status %s / %s) at %zu", lowbit::message(gs.first.first),
+                      lowbit::message(gs.second.first), lowbit_fuzz::first_difference(gs.first.second, gs.second.second));
+    if (also_avx2) {
+      const auto g2 = [&] {
+        const scoped_isa s{isa::avx2};
+        return gdeq();
+      }();
+      LOWBIT_FUZZ_CHECK(gs.first.first == g2.first && lowbit_fuzz::same_bytes(gs.first.second, g2.second),
+                        "ggml dequantize: AVX2 differs at %zu", lowbit_fuzz::first_difference(gs.first.second, g2.second));
+    }
+  }
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // lowbit: AVX-512 (F, BW, DQ, VL) kernels of MXFP4, MXFP8 (E4M3, E5M2) and MXINT8, quantize and
-// dequantize, float32 or bfloat16 on the float side, planar or (MXFP4) ggml's block_mxfp4 layout,
+// dequantize, and of MXFP6 (E2M3, E3M2) quantize, float32 or bfloat16 on the float side, planar or (MXFP4) ggml's block_mxfp4 layout,
 // bit-identical to the scalar reference
 // (kernels/mx/scalar.hpp) and to the AVX2 kernel (kernels/mx/avx2.hpp), whose algorithm they
 // follow on twice the width: the same integer encoders (scale rules, E2M1 by 16-bit keys, the
@@ -20,7 +20,8 @@
 // "AVX-512 block formats (issue 15)".
 //
 // Coverage: MXFP4, MXFP8 and MXINT8 with blocks that are whole multiples of 32
-// (mx_avx512_supports); MXFP6 and other block sizes run the AVX2 kernel on the avx512 path.
+// (mx_avx512_supports), MXFP6 quantize likewise (mx_avx512_supports_quantize); MXFP6 dequantize
+// and other block sizes run the AVX2 kernel on the avx512 path.
 #ifndef LOWBIT_KERNELS_MX_AVX512_HPP
 #define LOWBIT_KERNELS_MX_AVX512_HPP
 
@@ -53,8 +54,8 @@ namespace kernels {
 namespace block {
 
 // What the AVX-512 MX kernels cover (quantize and dequantize): MXFP4, MXFP8 (E4M3, E5M2) and
-// MXINT8 with blocks of 32, 64, ... Everything else (MXFP6, other block sizes) takes the AVX2
-// kernel (or the scalar loop) as before.
+// MXINT8 with blocks of 32, 64, ...; MXFP6 quantize too (mx_avx512_has_quantize). Everything
+// else (MXFP6 dequantize, other block sizes) takes the AVX2 kernel (or the scalar loop) as before.
 template <class Fmt>
 inline constexpr bool mx_avx512_has_kernel = std::is_same<Fmt, mxfp4_e2m1>::value ||
                                              std::is_same<Fmt, mxfp8_e4m3>::value ||
@@ -62,6 +63,15 @@ inline constexpr bool mx_avx512_has_kernel = std::is_same<Fmt, mxfp4_e2m1>::valu
 template <class Fmt>
 constexpr bool mx_avx512_supports(const mx_options& o) noexcept {
   return mx_avx512_has_kernel<Fmt> && o.block_size % 32 == 0 && o.block_size != 0;
+}
+// Quantize also covers MXFP6 (E2M3, E3M2): the shift encoder of MXFP8 plus a 6-bit packing
+// store (store_fp6_16). MXFP6 dequantize still runs the AVX2 kernel on the avx512 path.
+template <class Fmt>
+inline constexpr bool mx_avx512_has_quantize =
+    mx_avx512_has_kernel<Fmt> || std::is_same<Fmt, mxfp6_e2m3>::value || std::is_same<Fmt, mxfp6_e3m2>::value;
+template <class Fmt>
+constexpr bool mx_avx512_supports_quantize(const mx_options& o) noexcept {
+  return mx_avx512_has_quantize<Fmt> && o.block_size % 32 == 0 && o.block_size != 0;
 }
 
 #if LOWBIT_HAS_AVX512_KERNELS
@@ -358,6 +368,28 @@ LOWBIT_BLOCK512_INLINE void mx_encode_block_fp8(const Src* x, std::uint8_t* out,
   }
 }
 
+// MXFP6: 16 codes (one per dword, < 64) -> 12 bytes, code k at bits 6k..6k+5 of each 3-byte
+// group (core/packing.hpp): each 128-bit lane holds one group of four codes, shifted by 0, 6,
+// 12, 18 and ORed into its dword 0, whose low three bytes the shuffles gather.
+LOWBIT_BLOCK512_INLINE void store_fp6_16(std::uint8_t* dst, __m512i codes) {
+  __m512i x = _mm512_sllv_epi32(codes, _mm512_setr_epi32(0, 6, 12, 18, 0, 6, 12, 18, 0, 6, 12, 18, 0, 6, 12, 18));
+  x = _mm512_or_si512(x, _mm512_shuffle_epi32(x, _MM_PERM_BADC));
+  x = _mm512_or_si512(x, _mm512_shuffle_epi32(x, _MM_PERM_CDAB));
+  const __m128i w = _mm512_castsi512_si128(_mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0,
+                                                                                       0, 0, 0, 0, 0), x));
+  const __m128i b = _mm_shuffle_epi8(w, _mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1));
+  _mm_mask_storeu_epi8(dst, static_cast<__mmask16>(0x0FFF), b);
+}
+
+template <class Fmt, rounding RM, class Src>
+LOWBIT_BLOCK512_INLINE void mx_encode_block_fp6(const Src* x, std::uint8_t* out, std::size_t block_size,
+                                                 const std::int32_t& s_pair, bool signed_zero) {
+  const enc_block16 e =
+      make_enc_block16<typename mx_element_traits<Fmt>::spec>(_mm512_srai_epi32(_mm512_set1_epi32(s_pair), 23));
+  for (std::size_t i = 0; i < block_size; i += 16)
+    store_fp6_16(out + i / 4 * 3, mx_encode16<Fmt, RM>(load16(x + i), e, signed_zero));
+}
+
 // ------------------------------------------------------------------------------------------------
 // MX quantize.
 
@@ -395,8 +427,9 @@ LOWBIT_BLOCK512_INLINE void mx_encode_block_fp4(const Src* x, std::uint8_t* out,
 template <class Fmt, rounding RM, class Src, class Out>
 LOWBIT_TARGET_AVX512 inline bool mx_quantize_rm(const Src* src, std::size_t blocks, const ::lowbit::mx_options& o,
                                                 const Out out) {
-  static_assert(mx_avx512_has_kernel<Fmt>, "a format with an AVX-512 kernel");
+  static_assert(mx_avx512_has_quantize<Fmt>, "a format with an AVX-512 quantizer");
   constexpr bool fp4 = Fmt::element_bits == 4;
+  constexpr bool fp6 = Fmt::element_bits == 6;
   constexpr bool split = Out::split;
   static_assert(!split || fp4, "split halves hold FP4 codes");
   const std::size_t bs = o.block_size;
@@ -439,6 +472,8 @@ LOWBIT_TARGET_AVX512 inline bool mx_quantize_rm(const Src* src, std::size_t bloc
     for (std::size_t j = 0; j < count; ++j) {
       if constexpr (fp4) {
         mx_encode_block_fp4<RM, split>(xg + j * bs, out.element_ptr(g + j), bs, s_lane[j], signed_zero, c);
+      } else if constexpr (fp6) {
+        mx_encode_block_fp6<Fmt, RM>(xg + j * bs, out.element_ptr(g + j), bs, s_lane[j], signed_zero);
       } else {
         mx_encode_block_fp8<Fmt, RM>(xg + j * bs, out.element_ptr(g + j), bs, s_lane[j], signed_zero);
       }
