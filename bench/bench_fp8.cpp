@@ -9,6 +9,8 @@
 //   quantize_static_recip   the same with scale_application::multiply_reciprocal
 //   quantize_dynamic        fp8_quantize: amax pass + quantize pass
 //   dequantize, dequantize_bf16
+// <isa>: scalar (in cache, per tensor), avx2, and avx512 where the CPU has it (the convert and
+// decode baselines run on the active path, named avx2 for continuity).
 // Items are elements; bytes are everything read plus written (values, codes, scales). Input:
 // Gaussian values; the scale maps each block's amax to the format's max, so the encoder sees the
 // format's whole range (as the integer-free normal(0, max/4) row of docs/performance.md).
@@ -136,7 +138,8 @@ void register_format(const std::string& fmt) {
     for (const granularity& g : granularities) {
       const bool tiles = g.o.block_rows == 128;
       const shape s = in_cache && tiles ? cache_tile : rows;
-      for (isa which : {isa::scalar, isa::avx2}) {
+      for (isa which : {isa::scalar, isa::avx2, isa::avx512}) {
+        if (!lowbit::is_supported(which)) continue;
         if (which == isa::scalar && !(in_cache && g.o.granularity == lowbit::fp8_granularity::per_tensor)) continue;
         const std::string tail = std::string("/") + g.name + "/" + lowbit::isa_name(which) + "/" + std::to_string(s.n());
         benchmark::RegisterBenchmark(("fp8/" + fmt + "/quantize_static" + tail).c_str(), quantize_static_bench<T>, s,
@@ -149,11 +152,15 @@ void register_format(const std::string& fmt) {
     }
     lowbit::fp8_options recip = lowbit::fp8_presets::per_tensor();
     recip.application = lowbit::scale_application::multiply_reciprocal;
-    benchmark::RegisterBenchmark(("fp8/" + fmt + "/quantize_static_recip/per_tensor" + avx2 + n).c_str(),
-                                 quantize_static_bench<T>, rows, recip, isa::avx2);
-    benchmark::RegisterBenchmark(("fp8/" + fmt + "/dequantize_bf16/per_tensor" + avx2 + n).c_str(),
-                                 dequantize_bench<T, lowbit::bfloat16>, rows, lowbit::fp8_presets::per_tensor(),
-                                 isa::avx2);
+    for (isa which : {isa::avx2, isa::avx512}) {
+      if (!lowbit::is_supported(which)) continue;
+      const std::string w = std::string("/") + lowbit::isa_name(which);
+      benchmark::RegisterBenchmark(("fp8/" + fmt + "/quantize_static_recip/per_tensor" + w + n).c_str(),
+                                   quantize_static_bench<T>, rows, recip, which);
+      benchmark::RegisterBenchmark(("fp8/" + fmt + "/dequantize_bf16/per_tensor" + w + n).c_str(),
+                                   dequantize_bench<T, lowbit::bfloat16>, rows, lowbit::fp8_presets::per_tensor(),
+                                   which);
+    }
   }
 }
 

@@ -142,7 +142,7 @@ std::vector<fp8_options> granularities() {
 
 std::vector<lb::isa> paths() {
   std::vector<lb::isa> v = {lb::isa::scalar};
-  if (lowbit_test::have_avx2()) v.push_back(lb::isa::avx2);
+  for (lb::isa i : lowbit_test::simd_paths()) v.push_back(i);  // avx2, then avx512
   return v;
 }
 
@@ -214,6 +214,20 @@ TEST(Fp8Reference, EveryGranularityE4M3) {
 
 TEST(Fp8Reference, EveryGranularityE5M2) {
   for (const fp8_options& o : granularities()) check_against_reference<lb::float8_e5m2>(37, 300, o, 3);
+}
+
+// Rows of whole 64-element steps with power-of-two column blocks: the AVX-512 kernel's one run
+// per row with a scale per step (indexed), and the AVX2 kernel's per 32.
+TEST(Fp8Reference, WholeStepRows) {
+  std::vector<fp8_options> v = granularities();
+  v.push_back(lb::fp8_presets::blockwise(4, 64));
+  v.push_back(lb::fp8_presets::blockwise(2, 256));
+  for (const fp8_options& o : v) {
+    check_against_reference<lb::float8_e4m3fn>(19, 512, o, 11);
+    check_against_reference<lb::float8_e5m2>(7, 384, o, 12);
+    check_against_reference<lb::float8_e4m3fnuz>(5, 256, o, 13);
+    check_against_reference<lb::float8_e5m2fnuz>(5, 256, o, 14);
+  }
 }
 
 TEST(Fp8Reference, FnuzFormats) {

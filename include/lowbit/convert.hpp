@@ -198,6 +198,14 @@ void convert_packed(const std::uint8_t* src, float* dst, std::size_t n) noexcept
   static_assert(T::format::bits == 4 || T::format::bits == 6 || T::format::bits == 8,
                 "packed layouts exist for the 4-, 6- and 8-bit formats");
   LOWBIT_ASSERT(detail::convert_arguments(src, packed_bytes<T>(n), dst, n).ok());
+#if LOWBIT_HAS_AVX512_KERNELS
+  if constexpr (kernels::avx512::can_decode_packed<T>::value) {
+    if (detail::use_avx512()) {
+      kernels::avx512::decode_packed<T>(src, dst, n);
+      return;
+    }
+  }
+#endif
 #if LOWBIT_HAS_AVX2_KERNELS
   if (detail::use_avx2()) {
     kernels::avx2::decode_packed<T>(src, dst, n);

@@ -64,6 +64,7 @@
 #include "../formats/limits.hpp"
 #include "../formats/types.hpp"
 #include "../kernels/fp8/avx2.hpp"
+#include "../kernels/fp8/avx512.hpp"
 #include "../kernels/fp8/scalar.hpp"
 #include "../kernels/fp_env.hpp"
 #include "../kernels/integer/reference.hpp"
@@ -300,6 +301,9 @@ namespace detail {
 template <class From>
 inline void fp8_amax_tile(const From* x, std::size_t ld, std::size_t rows, std::size_t cols, std::size_t bc,
                           std::uint32_t* amax) noexcept {
+#if LOWBIT_HAS_AVX512_KERNELS
+  if (use_avx512()) return kernels::fp8_avx512::amax_tile(x, ld, rows, cols, bc, amax);
+#endif
 #if LOWBIT_HAS_AVX2_KERNELS
   if (use_avx2()) return kernels::fp8_avx2::amax_tile(x, ld, rows, cols, bc, amax);
 #endif
@@ -314,6 +318,10 @@ inline void fp8_quantize_tile(const From* x, std::size_t ld, std::size_t rows, s
   policy p;
   p.ov = o.element_overflow;
   p.rm = o.element_rounding;
+#if LOWBIT_HAS_AVX512_KERNELS
+  if (use_avx512())  // hands what it does not cover to the AVX2 kernel
+    return kernels::fp8_avx512::quantize_tile(x, ld, rows, cols, bc, scales, o.application, p, rb, q, stream);
+#endif
 #if LOWBIT_HAS_AVX2_KERNELS
   if (use_avx2())
     return kernels::fp8_avx2::quantize_tile(x, ld, rows, cols, bc, scales, o.application, p, rb, q, stream);
@@ -327,6 +335,9 @@ inline void fp8_quantize_tile(const From* x, std::size_t ld, std::size_t rows, s
 template <class T, class Dst>
 inline void fp8_dequantize_tile(const T* q, std::size_t ld, std::size_t rows, std::size_t cols, std::size_t bc,
                                 const float* scales, Dst* y, bool stream) noexcept {
+#if LOWBIT_HAS_AVX512_KERNELS
+  if (use_avx512()) return kernels::fp8_avx512::dequantize_tile(q, ld, rows, cols, bc, scales, y, stream);
+#endif
 #if LOWBIT_HAS_AVX2_KERNELS
   if (use_avx2()) return kernels::fp8_avx2::dequantize_tile(q, ld, rows, cols, bc, scales, y, stream);
 #else

@@ -6,7 +6,9 @@
 //  - encoding float32 into every format with path 1 (direct_path: FP8, FP6, FP4 unpacked and
 //    packed, E8M0, float16, bfloat16) for round-to-nearest-even and toward-zero under simple
 //    policies (simple_setup: one limit, one NaN code; lowbit's default among them);
-//  - decoding the float16-twin formats (FP8, FP6 one code per byte) into float32.
+//  - decoding the float16-twin formats (FP8, FP6 one code per byte) into float32;
+//  - decoding FP4 (E2M1: one code per byte, and two per byte) with a 16-entry vpermd table, and
+//    E8M0 (code << 23, codes 0 and 0xFF from the scalar decoder) into float32.
 //
 // The per-lane arithmetic is avx2.hpp's, the same source compiled for 512 bits (lanes.hpp over
 // kernels/vec.hpp's w512): direct_code for the codes, half_twin_bits for the decoders. What AVX-512
@@ -38,6 +40,7 @@
 #include <type_traits>
 
 #include "../vec.hpp"
+#include "scalar.hpp"
 
 LOWBIT_AVX512_WARNINGS_BEGIN
 
@@ -336,6 +339,103 @@ LOWBIT_TARGET_AVX512 void decode_loop(const std::uint8_t* src, float* dst, std::
   decode_range<F, false>(src, dst, 0, n);
 }
 
+// ------------------------------------------------------------------------------------------------
+// Decoding: the formats of at most 16 codes (FP4: one vpermd of a 16-entry table of float32 bit
+// patterns, from the scalar decoder) and E8M0 (code << 23, with code 0 (2^-127) and 0xFF (NaN)
+// from the scalar decoder), one code per byte or (FP4) two per byte, low nibble first.
+
+template <class F>
+struct table_format : std::integral_constant<bool, F::bits <= 4> {};
+template <class F>
+struct exponent_format
+    : std::integral_constant<bool, F::bits == 8 && F::mantissa_bits == 0 && !F::is_signed> {};
+
+struct code_constants {
+  __m512i table;      // table formats: the 16 decoded patterns
+  __m512i zero, nan;  // E8M0: the patterns of codes 0 and 0xFF
+};
+
+// 16 codes, one per 32-bit lane (any bits above the code's are ignored) -> float32 patterns.
+template <class F>
+LOWBIT_AVX512_INLINE __m512i f32_of_lanes(__m512i d, const code_constants& k) {
+  if constexpr (table_format<F>::value) {
+    return _mm512_permutexvar_epi32(d, k.table);  // the low 4 bits index
+  } else {
+    d = _mm512_and_si512(d, _mm512_set1_epi32(0xFF));
+    __m512i r = _mm512_slli_epi32(d, 23);
+    r = _mm512_mask_mov_epi32(r, _mm512_cmpeq_epi32_mask(d, _mm512_setzero_si512()), k.zero);
+    return _mm512_mask_mov_epi32(r, _mm512_cmpeq_epi32_mask(d, _mm512_set1_epi32(0xFF)), k.nan);
+  }
+}
+
+// The 16 codes of elements i .. i+15 (Packed: nibbles, i even) as 32-bit lanes; m < 16: only m.
+template <bool Packed>
+LOWBIT_AVX512_INLINE __m512i code_lanes(const std::uint8_t* src, std::size_t i, std::size_t m = 16) {
+  if constexpr (Packed) {
+    const std::uint8_t* p = src + i / 2;
+    const __m128i x = m >= 16 ? _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))
+                              : _mm_maskz_loadu_epi8(static_cast<__mmask16>((1u << ((m + 1) / 2)) - 1u), p);
+    const __m512i d = _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(x, x));  // byte j/2 in lane j
+    return _mm512_srlv_epi32(d, _mm512_set4_epi32(4, 0, 4, 0));       // odd lanes: the high nibble
+  } else {
+    const std::uint8_t* p = src + i;
+    const __m128i x = m >= 16 ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(p))
+                              : _mm_maskz_loadu_epi8(static_cast<__mmask16>((1u << m) - 1u), p);
+    return _mm512_cvtepu8_epi32(x);
+  }
+}
+
+template <class F, bool Packed, bool Stream>
+LOWBIT_AVX512_INLINE void decode_table_range(const std::uint8_t* src, float* dst, std::size_t i, std::size_t n,
+                                             const code_constants& k) {
+  for (; i + 64 <= n; i += 64) {
+    store16<Stream>(dst + i, f32_of_lanes<F>(code_lanes<Packed>(src, i), k));
+    store16<Stream>(dst + i + 16, f32_of_lanes<F>(code_lanes<Packed>(src, i + 16), k));
+    store16<Stream>(dst + i + 32, f32_of_lanes<F>(code_lanes<Packed>(src, i + 32), k));
+    store16<Stream>(dst + i + 48, f32_of_lanes<F>(code_lanes<Packed>(src, i + 48), k));
+  }
+  for (; i + 16 <= n; i += 16) store16<Stream>(dst + i, f32_of_lanes<F>(code_lanes<Packed>(src, i), k));
+  if (i < n) {
+    const std::size_t m = n - i;
+    _mm512_mask_storeu_epi32(dst + i, static_cast<__mmask16>((1u << m) - 1u),
+                             f32_of_lanes<F>(code_lanes<Packed>(src, i, m), k));
+  }
+}
+
+template <class F, bool Packed>
+LOWBIT_TARGET_AVX512 void decode_table_loop(const std::uint8_t* src, float* dst, std::size_t n,
+                                            const float* values) noexcept {
+  code_constants k;
+  k.table = _mm512_loadu_si512(values);
+  k.zero = _mm512_set1_epi32(static_cast<int>(lowbit::detail::bit_cast<std::uint32_t>(values[0])));
+  k.nan = _mm512_set1_epi32(static_cast<int>(lowbit::detail::bit_cast<std::uint32_t>(values[1])));
+  std::size_t s = n;  // streaming stores from the first 64-byte aligned element (Packed: an even one)
+  const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(dst);
+  if (n >= avx2::stream_threshold_bytes / sizeof(float) && a % sizeof(float) == 0)
+    s = ((64 - a % 64) % 64) / sizeof(float);
+  if (Packed && s % 2 != 0) s = n;
+  if (s < n) {
+    decode_table_range<F, Packed, false>(src, dst, 0, s, k);
+    decode_table_range<F, Packed, true>(src, dst, s, n, k);
+    _mm_sfence();
+    return;
+  }
+  decode_table_range<F, Packed, false>(src, dst, 0, n, k);
+}
+
+template <class F, bool Packed>
+void decode_table(const std::uint8_t* src, float* dst, std::size_t n) noexcept {
+  // The constants from the scalar decoder: the same values by construction. Table formats: the
+  // 16 codes (index & code_mask); E8M0: codes 0 and 0xFF in values[0] and values[1].
+  float values[16] = {};
+  minifloat<F> codes[16];
+  for (unsigned c = 0; c < 16; ++c)
+    codes[c] = minifloat<F>::from_bits(static_cast<typename F::storage>(
+        table_format<F>::value ? (c & F::code_mask) : c == 0 ? 0u : 0xFFu));
+  scalar::decode(codes, values, 16);
+  decode_table_loop<F, Packed>(src, dst, n, values);
+}
+
 }  // namespace detail
 
 // ------------------------------------------------------------------------------------------------
@@ -359,7 +459,8 @@ inline bool covers(const policy& p) noexcept {
 }
 
 template <class F>
-struct can_decode : std::integral_constant<bool, detail::half_twin<F>::value> {};
+struct can_decode : std::integral_constant<bool, detail::half_twin<F>::value || detail::table_format<F>::value ||
+                                                     detail::exponent_format<F>::value> {};
 
 template <class T>
 void encode(const float* src, T* dst, std::size_t n, const policy& p) noexcept {
@@ -378,7 +479,20 @@ void encode_packed(const float* src, std::uint8_t* dst, std::size_t n, const pol
 template <class F>
 void decode(const minifloat<F>* src, float* dst, std::size_t n) noexcept {
   static_assert(can_decode<F>::value, "no AVX-512 kernel for this format");
-  detail::decode_loop<F>(reinterpret_cast<const std::uint8_t*>(src), dst, n);
+  if constexpr (detail::half_twin<F>::value)
+    detail::decode_loop<F>(reinterpret_cast<const std::uint8_t*>(src), dst, n);
+  else
+    detail::decode_table<F, false>(reinterpret_cast<const std::uint8_t*>(src), dst, n);
+}
+
+// Packed FP4 (two codes per byte, low nibble first).
+template <class T>
+struct can_decode_packed : std::integral_constant<bool, T::format::bits == 4> {};
+
+template <class T>
+void decode_packed(const std::uint8_t* src, float* dst, std::size_t n) noexcept {
+  static_assert(can_decode_packed<T>::value, "no AVX-512 kernel for this layout");
+  detail::decode_table<typename T::format, true>(src, dst, n);
 }
 
 }  // namespace avx512

@@ -1,0 +1,381 @@
+// lowbit: AVX-512 kernels of the scaled FP8 scheme (F, BW, DQ, VL), bit-identical to
+// kernels/fp8/scalar.hpp. The same algorithms as kernels/fp8/avx2.hpp (read its header first), 64
+// elements per step in four zmm of 16 lanes:
+//
+//  amax_tile        an unsigned maximum of the float bits with the sign cleared, 16 lanes.
+//  quantize_tile    x * r (vmulps), or x / s as x * r checked by near_decision over the 64 lanes
+//                   and redone with vdivps where a lane might encode differently; the products go
+//                   straight into the AVX-512 conversion encoder's block (kernels/convert/avx512.hpp:
+//                   encode_block), never to memory. Covered: the policies that encoder covers
+//                   (nearest-even and toward zero, simple policies), scales with a normal
+//                   reciprocal. Everything else (stochastic rounding, the other rounding modes,
+//                   per-lane limits, scales above 2^126) goes to the AVX2 kernel, from here.
+//  dequantize_tile  the float16-twin widening of the codes (vcvtph2ps of 16 lanes), times the
+//                   scale with the twin's power of two folded in, stored as float32 (streaming
+//                   from DRAM), or rounded to bfloat16 / float16 as encode() rounds.
+//
+// Callers run them inside an IEEE scope (kernels/fp_env.hpp), as for the scalar reference.
+#ifndef LOWBIT_KERNELS_FP8_AVX512_HPP
+#define LOWBIT_KERNELS_FP8_AVX512_HPP
+
+#include "avx2.hpp"
+
+#if LOWBIT_HAS_AVX512_KERNELS
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include "../convert/avx512.hpp"
+
+LOWBIT_AVX512_WARNINGS_BEGIN
+
+namespace lowbit {
+namespace kernels {
+namespace fp8_avx512 {
+
+namespace detail {
+
+// 16 source values -> their float32 values (exact widening for the 16-bit types).
+LOWBIT_AVX512_INLINE __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
+LOWBIT_AVX512_INLINE __m512 load16(const bfloat16* p) {
+  return _mm512_castsi512_ps(
+      _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
+}
+LOWBIT_AVX512_INLINE __m512 load16(const float16* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
+template <class From>
+LOWBIT_AVX512_INLINE std::uint32_t amax_bits(const From* x, std::size_t n) {
+  const __m512i abs_mask = _mm512_set1_epi32(0x7FFFFFFF);
+  __m512i m0 = _mm512_setzero_si512(), m1 = m0, m2 = m0, m3 = m0;
+  std::size_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    m0 = _mm512_max_epu32(m0, _mm512_and_si512(_mm512_castps_si512(load16(x + i)), abs_mask));
+    m1 = _mm512_max_epu32(m1, _mm512_and_si512(_mm512_castps_si512(load16(x + i + 16)), abs_mask));
+    m2 = _mm512_max_epu32(m2, _mm512_and_si512(_mm512_castps_si512(load16(x + i + 32)), abs_mask));
+    m3 = _mm512_max_epu32(m3, _mm512_and_si512(_mm512_castps_si512(load16(x + i + 48)), abs_mask));
+  }
+  for (; i + 16 <= n; i += 16) m0 = _mm512_max_epu32(m0, _mm512_and_si512(_mm512_castps_si512(load16(x + i)), abs_mask));
+  std::uint32_t r = _mm512_reduce_max_epu32(_mm512_max_epu32(_mm512_max_epu32(m0, m1), _mm512_max_epu32(m2, m3)));
+  for (; i < n; ++i) {
+    const std::uint32_t b = fp8_ref::magnitude_bits(x[i]);
+    r = b > r ? b : r;
+  }
+  return r;
+}
+
+// fp8_avx2::detail::near_decision over 64 lanes: whether a lane of q0..q3 lies within 4 of a
+// multiple of 2^K (K = 22 - M), i.e. (q + 4) << (32 - K) below 2^(35 - K) as an unsigned value.
+template <int M>
+LOWBIT_AVX512_INLINE bool near_decision(__m512i q0, __m512i q1, __m512i q2, __m512i q3) {
+  constexpr int K = 22 - M;
+  const __m512i four = _mm512_set1_epi32(4);
+  const __m512i a = _mm512_min_epu32(_mm512_slli_epi32(_mm512_add_epi32(q0, four), 32 - K),
+                                     _mm512_slli_epi32(_mm512_add_epi32(q1, four), 32 - K));
+  const __m512i b = _mm512_min_epu32(_mm512_slli_epi32(_mm512_add_epi32(q2, four), 32 - K),
+                                     _mm512_slli_epi32(_mm512_add_epi32(q3, four), 32 - K));
+  return _mm512_cmplt_epu32_mask(_mm512_min_epu32(a, b), _mm512_set1_epi32(static_cast<int>(1u << (35 - K)))) != 0;
+}
+
+// 64 values at p, scaled (x * r, or x / s where near_decision says so) and encoded into dst.
+template <class F, rounding RM, bool Divide, class From>
+LOWBIT_AVX512_INLINE void scaled_step(const From* p, __m512 s, __m512 r, std::uint8_t* dst,
+                                      const avx512::detail::encode_vectors& v) {
+  const __m512 x0 = load16(p), x1 = load16(p + 16), x2 = load16(p + 32), x3 = load16(p + 48);
+  __m512i q0 = _mm512_castps_si512(_mm512_mul_ps(x0, r)), q1 = _mm512_castps_si512(_mm512_mul_ps(x1, r));
+  __m512i q2 = _mm512_castps_si512(_mm512_mul_ps(x2, r)), q3 = _mm512_castps_si512(_mm512_mul_ps(x3, r));
+  if (Divide && near_decision<F::mantissa_bits>(q0, q1, q2, q3)) {
+    q0 = _mm512_castps_si512(_mm512_div_ps(x0, s));
+    q1 = _mm512_castps_si512(_mm512_div_ps(x1, s));
+    q2 = _mm512_castps_si512(_mm512_div_ps(x2, s));
+    q3 = _mm512_castps_si512(_mm512_div_ps(x3, s));
+  }
+  avx512::detail::encode_block<F, RM, avx2::detail::layout::bytes>(q0, q1, q2, q3, dst, v);
+}
+
+// One run of n values at x, scaled and encoded into q. indexed: the scale of the 64 values at
+// x + i is scales[i >> shift] (runs of whole steps in blocks of 2^shift >= 64 elements). stream:
+// the 64-byte aligned steps go out with non-temporal stores.
+template <class F, rounding RM, bool Divide, class From>
+LOWBIT_AVX512_INLINE void quantize_run(const From* x, std::size_t n, const float* scales, const float* reciprocals,
+                                       bool indexed, unsigned shift, std::uint8_t* q, bool stream,
+                                       const avx512::detail::encode_vectors& v) {
+  constexpr std::size_t ahead = LOWBIT_PREFETCH_BYTES / sizeof(From);
+  __m512 s = _mm512_set1_ps(scales[0]), r = _mm512_set1_ps(reciprocals[0]);
+  std::size_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    if (indexed) {
+      const std::size_t j = i >> shift;
+      s = _mm512_set1_ps(scales[j]);
+      r = _mm512_set1_ps(reciprocals[j]);
+    }
+    if (i + ahead + 64 <= n) {  // the lines a few steps ahead (as the conversion encoders do)
+      const char* pf = reinterpret_cast<const char*>(x + i + ahead);
+      for (std::size_t b = 0; b < 64 * sizeof(From); b += 64) _mm_prefetch(pf + b, _MM_HINT_T0);
+    }
+    if (stream && (reinterpret_cast<std::uintptr_t>(q + i) & 63u) == 0) {
+      alignas(64) std::uint8_t stage[64];
+      scaled_step<F, RM, Divide>(x + i, s, r, stage, v);
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(q + i), _mm512_load_si512(stage));
+    } else {
+      scaled_step<F, RM, Divide>(x + i, s, r, q + i, v);
+    }
+  }
+  if (i < n) {  // not indexed: the zero-padded tail (its padding codes are not copied back)
+    From in[64] = {};
+    alignas(64) std::uint8_t out[64];
+    std::memcpy(static_cast<void*>(in), x + i, (n - i) * sizeof(From));
+    scaled_step<F, RM, Divide>(in, s, r, out, v);
+    std::memcpy(q + i, out, n - i);
+  }
+}
+
+template <class F, rounding RM, bool Divide, class From>
+LOWBIT_TARGET_AVX512 void quantize_runs(const From* x, std::size_t ld, std::size_t rows, std::size_t cols,
+                                        std::size_t block_cols, const float* scales, const float* reciprocals,
+                                        unsigned shift, const policy& p, std::uint8_t* q, bool stream) noexcept {
+  avx2::detail::encode_setup setup = avx2::detail::make_setup<F>(p);
+  avx2::detail::make_direct_setup<F, RM>(setup);
+  const avx512::detail::encode_vectors v = avx512::detail::vectors_of(setup);
+  // vcvtps2dq rounds as MXCSR.RC says (as in the conversion encoder).
+  const ieee_scope_traceless env;
+  for (std::size_t row = 0; row < rows; ++row) {
+    const std::size_t at = row * ld;
+    if (shift != 0) {
+      quantize_run<F, RM, Divide>(x + at, cols, scales, reciprocals, true, shift, q + at, stream, v);
+      continue;
+    }
+    for (std::size_t c = 0, j = 0; c < cols; c += block_cols, ++j)
+      quantize_run<F, RM, Divide>(x + at + c, cols - c < block_cols ? cols - c : block_cols, scales + j,
+                                  reciprocals + j, false, 0, q + at + c, stream, v);
+  }
+  if (stream) _mm_sfence();
+}
+
+// 64 codes -> their float16-twin values (v * 2^(15 - bias) for the E4M3 formats: the caller folds
+// half_twin's scale into its own), 16 per vector in element order, NaN canonical.
+template <class F>
+LOWBIT_AVX512_INLINE void twin_values(__m512i codes, __m512* o0, __m512* o1, __m512* o2, __m512* o3) {
+  if constexpr (F::specials == special_values::ieee) {
+    const __m512i mag = _mm512_and_si512(codes, _mm512_set1_epi8(0x7F));
+    const __mmask64 is_nan = _mm512_cmpgt_epi8_mask(mag, _mm512_set1_epi8(0x7C));
+    codes = _mm512_xor_si512(codes, _mm512_maskz_mov_epi8(is_nan, _mm512_xor_si512(mag, _mm512_set1_epi8(0x7E))));
+  }
+  const __m512i qw = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 1, 3, 4, 6, 5, 7), codes);
+  const __m512i zero = _mm512_setzero_si512();
+  const __m512i lo = avx512::detail::half_twin_bits<F>(_mm512_unpacklo_epi8(zero, qw));
+  const __m512i hi = avx512::detail::half_twin_bits<F>(_mm512_unpackhi_epi8(zero, qw));
+  *o0 = _mm512_cvtph_ps(_mm512_castsi512_si256(lo));
+  *o1 = _mm512_cvtph_ps(_mm512_castsi512_si256(hi));
+  *o2 = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(lo, 1));
+  *o3 = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(hi, 1));
+}
+
+// (The masked form: GCC's unmasked _mm512_cvtps_ph passes -1 as a mask, which -Wsign-conversion flags.)
+constexpr __mmask16 all16 = static_cast<__mmask16>(0xFFFF);
+
+// 16 float products -> the destination, rounded as fp8_ref::store_value does.
+template <bool Stream>
+LOWBIT_AVX512_INLINE void store16(float* y, __m512 v) {
+  if constexpr (Stream)
+    _mm512_stream_ps(y, v);
+  else
+    _mm512_storeu_ps(y, v);
+}
+template <bool Stream>
+LOWBIT_AVX512_INLINE void store16(bfloat16* y, __m512 v) {
+  const __m512i b = _mm512_castps_si512(v);
+  const __m512i a = _mm512_and_si512(b, _mm512_set1_epi32(0x7FFFFFFF));
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(a, 16), _mm512_set1_epi32(1));
+  __m512i r = _mm512_srli_epi32(_mm512_add_epi32(a, _mm512_add_epi32(_mm512_set1_epi32(0x7FFF), lsb)), 16);
+  r = _mm512_min_epu32(r, _mm512_set1_epi32(0x7F7F));
+  r = _mm512_or_si512(r, _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(0x8000)));
+  r = _mm512_mask_mov_epi32(r, _mm512_cmpgt_epi32_mask(a, _mm512_set1_epi32(0x7F800000)), _mm512_set1_epi32(0x7FFF));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(y), _mm512_cvtepi32_epi16(r));
+}
+template <bool Stream>
+LOWBIT_AVX512_INLINE void store16(float16* y, __m512 v) {
+  // Saturate first (min keeps a NaN, its second operand), round to nearest even, NaN -> 0x7FFF.
+  const __m512i sign = _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(static_cast<int>(0x80000000u)));
+  const __m512 a = _mm512_castsi512_ps(_mm512_andnot_si512(sign, _mm512_castps_si512(v)));
+  const __m512 clamped = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(_mm512_min_ps(_mm512_set1_ps(65504.0f), a)), sign));
+  __m256i h = _mm512_maskz_cvtps_ph(all16, clamped, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  h = _mm256_mask_mov_epi16(h, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm256_set1_epi16(0x7FFF));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(y), h);
+}
+
+// The same for products known finite and below the destination's overflow threshold.
+LOWBIT_AVX512_INLINE void store16_finite(bfloat16* y, __m512 v) {
+  const __m512i b = _mm512_castps_si512(v);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1));
+  const __m512i r = _mm512_srli_epi32(_mm512_add_epi32(b, _mm512_add_epi32(_mm512_set1_epi32(0x7FFF), lsb)), 16);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(y), _mm512_cvtepi32_epi16(r));
+}
+LOWBIT_AVX512_INLINE void store16_finite(float16* y, __m512 v) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(y), _mm512_maskz_cvtps_ph(all16, v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+
+// Whether one of 64 codes is NaN or Inf.
+template <class F>
+LOWBIT_AVX512_INLINE bool special_codes(__m512i c) {
+  if constexpr (F::specials == special_values::fnuz)
+    return _mm512_cmpeq_epi8_mask(c, _mm512_set1_epi8(static_cast<char>(0x80))) != 0;
+  else
+    return _mm512_cmpgt_epi8_mask(_mm512_and_si512(c, _mm512_set1_epi8(0x7F)),
+                                  _mm512_set1_epi8(static_cast<char>(F::max_bits))) != 0;
+}
+
+template <bool Stream, class T, class Dst>
+LOWBIT_AVX512_INLINE void dequantize_run(const T* q, std::size_t n, __m512 s, Dst* y, bool finite = false) {
+  using F = typename T::format;
+  std::size_t i = 0;
+  __m512 v0, v1, v2, v3;
+  for (; i + 64 <= n; i += 64) {
+    const __m512i c = _mm512_loadu_si512(q + i);
+    twin_values<F>(c, &v0, &v1, &v2, &v3);
+    if constexpr (!std::is_same<Dst, float>::value) {
+      if (finite && !special_codes<F>(c)) {
+        store16_finite(y + i, _mm512_mul_ps(v0, s));
+        store16_finite(y + i + 16, _mm512_mul_ps(v1, s));
+        store16_finite(y + i + 32, _mm512_mul_ps(v2, s));
+        store16_finite(y + i + 48, _mm512_mul_ps(v3, s));
+        continue;
+      }
+    }
+    store16<Stream>(y + i, _mm512_mul_ps(v0, s));
+    store16<Stream>(y + i + 16, _mm512_mul_ps(v1, s));
+    store16<Stream>(y + i + 32, _mm512_mul_ps(v2, s));
+    store16<Stream>(y + i + 48, _mm512_mul_ps(v3, s));
+  }
+  if (i < n) {
+    const __mmask64 in = (__mmask64{1} << (n - i)) - 1u;
+    twin_values<F>(_mm512_maskz_loadu_epi8(in, q + i), &v0, &v1, &v2, &v3);
+    Dst out[64];
+    store16<false>(out, _mm512_mul_ps(v0, s));
+    store16<false>(out + 16, _mm512_mul_ps(v1, s));
+    store16<false>(out + 32, _mm512_mul_ps(v2, s));
+    store16<false>(out + 48, _mm512_mul_ps(v3, s));
+    std::memcpy(static_cast<void*>(y + i), out, (n - i) * sizeof(Dst));
+  }
+}
+
+}  // namespace detail
+
+template <class From>
+LOWBIT_TARGET_AVX512 void amax_tile(const From* x, std::size_t ld, std::size_t rows, std::size_t cols,
+                                    std::size_t block_cols, std::uint32_t* amax) noexcept {
+  if (ld == cols && block_cols >= cols) {  // one block per row, rows contiguous: one run
+    const std::uint32_t b = detail::amax_bits(x, rows * cols);
+    amax[0] = b > amax[0] ? b : amax[0];
+    return;
+  }
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t c = 0, j = 0; c < cols; c += block_cols, ++j) {
+      const std::uint32_t b = detail::amax_bits(x + r * ld + c, cols - c < block_cols ? cols - c : block_cols);
+      amax[j] = b > amax[j] ? b : amax[j];
+    }
+}
+
+using fp8_avx2::max_tile_blocks;
+
+// The AVX2 kernel's contract; what this one does not cover it hands to the AVX2 kernel.
+template <class T, class From>
+void quantize_tile(const From* x, std::size_t ld, std::size_t rows, std::size_t cols, std::size_t block_cols,
+                   const float* scales, scale_application a, const policy& p, const std::uint32_t* random_bits, T* q,
+                   bool stream) noexcept {
+  using F = typename T::format;
+  if constexpr (avx512::can_encode<float, T>::value) {
+    if (avx512::covers<F>(p)) {
+      std::size_t r_ = rows, c_ = cols, b_ = block_cols;
+      if (ld == c_ && b_ >= c_) {  // one block per row, rows contiguous: one run
+        c_ *= r_;
+        b_ = c_;
+        r_ = 1;
+      }
+      const std::size_t blocks = (c_ - 1) / b_ + 1;
+      float reciprocals[max_tile_blocks];
+      bool huge = false;          // 1/s subnormal: the product bound fails (AVX2 divides exactly)
+      bool powers_of_two = true;  // x * (1/s) is then x / s exactly
+      for (std::size_t j = 0; j < blocks; ++j) {
+        reciprocals[j] = 1.0f / scales[j];
+        huge = huge || scales[j] > 0x1p126f;
+        powers_of_two = powers_of_two && (lowbit::detail::bit_cast<std::uint32_t>(scales[j]) & 0x007FFFFFu) == 0;
+      }
+      const bool reciprocal = a == scale_application::multiply_reciprocal || (powers_of_two && !huge);
+      if (reciprocal || !huge) {
+        unsigned shift = 0;  // blocks of 2^shift >= 64 elements in rows of whole steps: one run per row
+        if (blocks > 1 && c_ % 64 == 0 && b_ % 64 == 0 && (b_ & (b_ - 1)) == 0)
+          while ((std::size_t{1} << shift) < b_) ++shift;
+        std::uint8_t* out = reinterpret_cast<std::uint8_t*>(q);
+        if (p.rm == rounding::toward_zero) {
+          if (reciprocal)
+            detail::quantize_runs<F, rounding::toward_zero, false>(x, ld, r_, c_, b_, scales, reciprocals, shift, p,
+                                                                   out, stream);
+          else
+            detail::quantize_runs<F, rounding::toward_zero, true>(x, ld, r_, c_, b_, scales, reciprocals, shift, p,
+                                                                  out, stream);
+        } else {
+          if (reciprocal)
+            detail::quantize_runs<F, rounding::nearest_even, false>(x, ld, r_, c_, b_, scales, reciprocals, shift, p,
+                                                                    out, stream);
+          else
+            detail::quantize_runs<F, rounding::nearest_even, true>(x, ld, r_, c_, b_, scales, reciprocals, shift, p,
+                                                                   out, stream);
+        }
+        return;
+      }
+    }
+  }
+  fp8_avx2::quantize_tile(x, ld, rows, cols, block_cols, scales, a, p, random_bits, q, stream);
+}
+
+template <class T, class Dst>
+LOWBIT_TARGET_AVX512 void dequantize_tile(const T* q, std::size_t ld, std::size_t rows, std::size_t cols,
+                                          std::size_t block_cols, const float* scales, Dst* y, bool stream) noexcept {
+  using F = typename T::format;
+  if (ld == cols && block_cols >= cols) {  // one block per row, rows contiguous: one run
+    cols *= rows;
+    block_cols = cols;
+    rows = 1;
+  }
+  constexpr float factor = avx2::detail::half_twin<F>::scale;
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t c = 0, j = 0; c < cols; c += block_cols, ++j) {
+      const std::size_t at = r * ld + c;
+      const std::size_t n = cols - c < block_cols ? cols - c : block_cols;
+      if (!(scales[j] * factor <= 0x1p127f)) {  // the folded scale would overflow: decode exactly, then scale
+        fp8_ref::dequantize_tile(q + at, n, 1, n, n, scales + j, y + at);
+        continue;
+      }
+      const __m512 s = _mm512_set1_ps(scales[j] * factor);
+      if constexpr (std::is_same<Dst, float>::value) {
+        if (stream) {
+          std::size_t head = 0;  // elements before the first 64-byte aligned output
+          while (head < n && (reinterpret_cast<std::uintptr_t>(y + at + head) & 63u) != 0) ++head;
+          detail::dequantize_run<false>(q + at, head, s, y + at);
+          detail::dequantize_run<true>(q + at + head, n - head, s, y + at + head);
+          continue;
+        }
+      }
+      const float largest = static_cast<float>(std::numeric_limits<T>::max()) * scales[j];
+      const bool finite = std::is_same<Dst, float16>::value ? largest < 0x1p15f : largest < 0x1p127f;
+      detail::dequantize_run<false>(q + at, n, s, y + at, finite);
+    }
+  if (stream) _mm_sfence();
+}
+
+}  // namespace fp8_avx512
+}  // namespace kernels
+}  // namespace lowbit
+
+LOWBIT_AVX512_WARNINGS_END
+
+#endif  // LOWBIT_HAS_AVX512_KERNELS
+
+#endif  // LOWBIT_KERNELS_FP8_AVX512_HPP
