@@ -825,16 +825,9 @@ template <class Fmt, class Src, class Out>
 LOWBIT_TARGET_AVX2 inline bool mx_quantize(const Src* src, std::size_t n, const ::lowbit::mx_options& o,
                                            const Out out) {
   const std::size_t blocks = n / o.block_size;
-  switch (o.element_rounding) {
-    case rounding::toward_zero: return detail::mx_quantize_rm<Fmt, rounding::toward_zero>(src, blocks, o, out);
-    case rounding::toward_pos_inf: return detail::mx_quantize_rm<Fmt, rounding::toward_pos_inf>(src, blocks, o, out);
-    case rounding::nearest_away: return detail::mx_quantize_rm<Fmt, rounding::nearest_away>(src, blocks, o, out);
-    case rounding::nearest_toward_zero:
-      return detail::mx_quantize_rm<Fmt, rounding::nearest_toward_zero>(src, blocks, o, out);
-    case rounding::nearest_even:
-    case rounding::stochastic:
-    default: return detail::mx_quantize_rm<Fmt, rounding::nearest_even>(src, blocks, o, out);
-  }
+  return with_element_rounding(o.element_rounding, [&](auto rm) {
+    return detail::mx_quantize_rm<Fmt, decltype(rm)::value>(src, blocks, o, out);
+  });
 }
 template <class Fmt, class Src>
 LOWBIT_TARGET_AVX2 inline bool mx_quantize(const Src* src, std::size_t n, const ::lowbit::mx_options& o,

@@ -403,6 +403,22 @@ inline void mx_dequantize_block(const std::uint8_t* elements, std::uint8_t scale
 namespace kernels {
 namespace block {
 
+// f(std::integral_constant<rounding, RM>{}) for the element rounding of a block kernel: the
+// SIMD quantizers are compiled per mode. Stochastic rounding never reaches them (the bulk calls
+// keep it on the scalar loop), so it shares nearest-even's instance.
+template <class F>
+inline auto with_element_rounding(rounding rm, F&& f) {
+  switch (rm) {
+    case rounding::toward_zero: return f(std::integral_constant<rounding, rounding::toward_zero>{});
+    case rounding::toward_pos_inf: return f(std::integral_constant<rounding, rounding::toward_pos_inf>{});
+    case rounding::nearest_away: return f(std::integral_constant<rounding, rounding::nearest_away>{});
+    case rounding::nearest_toward_zero: return f(std::integral_constant<rounding, rounding::nearest_toward_zero>{});
+    case rounding::nearest_even:
+    case rounding::stochastic:
+    default: return f(std::integral_constant<rounding, rounding::nearest_even>{});
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Where a bulk kernel puts (quantize) or finds (dequantize) block b: its element bytes and its
 // scale byte. Every kernel takes one of these, so one kernel serves each storage layout.

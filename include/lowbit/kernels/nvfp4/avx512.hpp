@@ -336,16 +336,9 @@ template <class Src, class Out>
 LOWBIT_TARGET_AVX512 inline bool nvfp4_quantize(const Src* src, std::size_t n, const ::lowbit::nvfp4_options& o,
                                                 const Out out) {
   const std::size_t blocks = n / 16;
-  switch (o.element_rounding) {
-    case rounding::toward_zero: return detail::nvfp4_quantize_rm<rounding::toward_zero>(src, blocks, out, o);
-    case rounding::toward_pos_inf: return detail::nvfp4_quantize_rm<rounding::toward_pos_inf>(src, blocks, out, o);
-    case rounding::nearest_away: return detail::nvfp4_quantize_rm<rounding::nearest_away>(src, blocks, out, o);
-    case rounding::nearest_toward_zero:
-      return detail::nvfp4_quantize_rm<rounding::nearest_toward_zero>(src, blocks, out, o);
-    case rounding::nearest_even:
-    case rounding::stochastic:
-    default: return detail::nvfp4_quantize_rm<rounding::nearest_even>(src, blocks, out, o);
-  }
+  return with_element_rounding(o.element_rounding, [&](auto rm) {
+    return detail::nvfp4_quantize_rm<decltype(rm)::value>(src, blocks, out, o);
+  });
 }
 template <class Src>
 LOWBIT_TARGET_AVX512 inline bool nvfp4_quantize(const Src* src, std::size_t n, const ::lowbit::nvfp4_options& o,
