@@ -6,6 +6,7 @@
 //   misaligned<T>   a buffer whose data() is one byte off T's alignment
 //   gaussian        reproducible normal samples
 //   REQUIRE_AVX2()  skips a test where the AVX2 path cannot run
+//   sanitized_size  a smaller size or count for the builds under the sanitizers
 #ifndef LOWBIT_TESTS_SUPPORT_HPP
 #define LOWBIT_TESTS_SUPPORT_HPP
 
@@ -56,6 +57,13 @@ struct mxcsr_state {
 #ifndef LOWBIT_TEST_SANITIZED
 #define LOWBIT_TEST_SANITIZED 0
 #endif
+
+// full in every build, sanitized under the sanitizers: they look for memory and undefined-behaviour
+// errors, which need every code path and blocking boundary but not a large n, and at -O0 the float64
+// references at n = 1000 cost minutes. A sanitized size must still cross the boundaries full does.
+constexpr std::size_t sanitized_size(std::size_t full, std::size_t sanitized) {
+  return LOWBIT_TEST_SANITIZED ? sanitized : full;
+}
 
 #if LOWBIT_TEST_HAS_MXCSR
 inline constexpr mxcsr_state mxcsr_states[] = {

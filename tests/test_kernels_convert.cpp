@@ -691,8 +691,9 @@ void check_large_decode(const std::string& name) {
   else
     lowbit::kernels::scalar::decode(reinterpret_cast<const T*>(src.data()), expected.data(), n);
   std::vector<float> buffer(n + 16);  // room to align, shift by up to 7 and check one past the end
+  // dst % 32 = 0, 4, ..., 28 bytes; under the sanitizers 0 and 16, where every layout streams
   for (const isa path : lowbit_test::simd_paths())
-  for (std::size_t shift = 0; shift < 8; ++shift) {  // dst % 32 = 0, 4, ..., 28 bytes
+  for (std::size_t shift = 0; shift < 8; shift += lowbit_test::sanitized_size(1, 4)) {
     const lowbit::scoped_isa use(path);
     float* base = buffer.data();
     while (reinterpret_cast<std::uintptr_t>(base) % 32 != 0) ++base;
@@ -747,8 +748,9 @@ void check_large_encode(const policy& p, bool stochastic, const std::string& nam
   std::vector<std::uint8_t> buffer(bytes + 64 + 1);
   std::uint8_t* base = buffer.data();
   while (reinterpret_cast<std::uintptr_t>(base) % 32 != 0) ++base;
+  // (under the sanitizers every third offset: none, then a long head and for bytes a short one)
   for (const isa path : lowbit_test::simd_paths())
-  for (std::size_t shift = 0; shift < 32; shift += sizeof(T) == 2 ? 6 : 5) {
+  for (std::size_t shift = 0; shift < 32; shift += (sizeof(T) == 2 ? 6 : 5) * lowbit_test::sanitized_size(1, 3)) {
     const lowbit::scoped_isa use(path);
     std::uint8_t* dst = base + shift;
     std::fill(buffer.begin(), buffer.end(), std::uint8_t{0xA5});
@@ -785,8 +787,11 @@ TEST(LargeEncode, StreamingStoresGiveTheScalarResult) {
 template <class From, class To>
 void check_in_place(const std::string& name) {
   static_assert(sizeof(From) == sizeof(To), "in place needs same-size elements");
+  // (under the sanitizers the streaming one just past the threshold: 16 MiB of source and output)
   for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{31}, std::size_t{32}, std::size_t{33},
-                        std::size_t{1000}, (std::size_t{16} << 20) / sizeof(From) + 5}) {
+                        std::size_t{1000},
+                        lowbit_test::sanitized_size((std::size_t{16} << 20) / sizeof(From) + 5,
+                                                    (std::size_t{16} << 20) / (2 * sizeof(From)) + 5)}) {
     const std::vector<float> x = random_patterns(n, 7);
     std::vector<From> src(n);
     for (std::size_t i = 0; i < n; ++i) src[i] = From::from_bits(static_cast<typename From::format::storage>(float_bits(x[i]) >> 16));

@@ -494,7 +494,7 @@ std::vector<int_params> parameter_sets(std::size_t cols, bool with_search) {
           p.element_rounding = (bits == 4 || bits == 8) && counter % 2 == 0 ? rounding::nearest_even : all_modes[counter % 6];
           if (with_search && counter % 5 == 0) {
             p.search = scale_search::mse_grid;
-            p.search_grid = 20;
+            p.search_grid = static_cast<int>(lowbit_test::sanitized_size(20, 5));  // sanitized: 4 candidates, not 16
             p.search_norm = counter % 2 ? 2.0f : 2.4f;
           }
           out.push_back(p);
