@@ -250,6 +250,36 @@ struct avx2_kernel {
       _mm256_storeu_ps(y + j, _mm256_fnmadd_ps(vf, _mm256_loadu_ps(x + j), _mm256_loadu_ps(y + j)));
     for (; j < n; ++j) y[j] = _mm_cvtss_f32(_mm_fnmadd_ss(_mm_set_ss(f), _mm_set_ss(x[j]), _mm_set_ss(y[j])));
   }
+  // y[j] -= f[q * fs] * x[q * ldx + j] for q = 0 .. n - 1 in turn, j < w: axpy_neg n times, bit
+  // for bit, with y held in registers across q (the triangular solves' row updates; a call per q
+  // costs more than its 64 FMAs).
+  LOWBIT_TARGET_AVX2 static void axpy_neg_rows(std::size_t n, const float* f, std::size_t fs, const float* x,
+                                               std::size_t ldx, std::size_t w, float* y) noexcept {
+    std::size_t j = 0;
+    for (; j + 32 <= w; j += 32) {
+      __m256 y0 = _mm256_loadu_ps(y + j), y1 = _mm256_loadu_ps(y + j + 8);
+      __m256 y2 = _mm256_loadu_ps(y + j + 16), y3 = _mm256_loadu_ps(y + j + 24);
+      for (std::size_t q = 0; q < n; ++q) {
+        const __m256 vf = _mm256_set1_ps(f[q * fs]);
+        const float* xq = x + q * ldx + j;
+        y0 = _mm256_fnmadd_ps(vf, _mm256_loadu_ps(xq), y0);
+        y1 = _mm256_fnmadd_ps(vf, _mm256_loadu_ps(xq + 8), y1);
+        y2 = _mm256_fnmadd_ps(vf, _mm256_loadu_ps(xq + 16), y2);
+        y3 = _mm256_fnmadd_ps(vf, _mm256_loadu_ps(xq + 24), y3);
+      }
+      _mm256_storeu_ps(y + j, y0);
+      _mm256_storeu_ps(y + j + 8, y1);
+      _mm256_storeu_ps(y + j + 16, y2);
+      _mm256_storeu_ps(y + j + 24, y3);
+    }
+    for (; j + 8 <= w; j += 8) {
+      __m256 y0 = _mm256_loadu_ps(y + j);
+      for (std::size_t q = 0; q < n; ++q) y0 = _mm256_fnmadd_ps(_mm256_set1_ps(f[q * fs]), _mm256_loadu_ps(x + q * ldx + j), y0);
+      _mm256_storeu_ps(y + j, y0);
+    }
+    if (j < w)
+      for (std::size_t q = 0; q < n; ++q) axpy_neg(w - j, f[q * fs], x + q * ldx + j, y + j);
+  }
   // sum of x[j] * y[j], j < n: lane k of two accumulators sums j = 16 i + k (in i order), the
   // lanes are then added in a fixed tree, the tail last, in index order.
   LOWBIT_TARGET_AVX2 static float dot(std::size_t n, const float* x, const float* y) noexcept {

@@ -248,7 +248,7 @@ status gemm(std::size_t m, std::size_t n, std::size_t k, float alpha, cview a, c
 // its upper one; the other triangle is never read), B n x nrhs with b.cs == 1 or b.rs == 1.
 // T's diagonal must be nonzero (checked by the callers). Blocks of trsm_block rows are solved
 // directly, the rest of B is updated by the multiply.
-inline constexpr std::size_t trsm_block = 128;
+inline constexpr std::size_t trsm_block = 32;
 
 template <class K>
 void solve_block(cview t, bool lower, std::size_t n, std::size_t nrhs, mview b) noexcept {
@@ -259,11 +259,8 @@ void solve_block(cview t, bool lower, std::size_t n, std::size_t nrhs, mview b) 
       for (std::size_t s = 0; s < n; ++s) {
         const std::size_t i = lower ? s : n - 1 - s;
         float* row = &b(i, c0);
-        if (lower) {
-          for (std::size_t q = 0; q < i; ++q) K::axpy_neg(w, t(i, q), &b(q, c0), row);
-        } else {
-          for (std::size_t q = i + 1; q < n; ++q) K::axpy_neg(w, t(i, q), &b(q, c0), row);
-        }
+        const std::size_t q0 = lower ? 0 : i + 1, q1 = lower ? i : n;  // row i -= t(i, q) row q, q in order
+        if (q1 > q0) K::axpy_neg_rows(q1 - q0, &t(i, q0), t.cs, &b(q0, c0), b.rs, w, row);
         K::divide(w, t(i, i), row);
       }
     }
@@ -384,7 +381,7 @@ status trtri_upper(mview a, std::size_t n, float* work, const linalg_exec& exec)
 // Upper Cholesky factor in place: A = U^T U on the view's upper triangle (the lower one is
 // never read or written). Returns bad_argument at the first pivot that is not positive and
 // finite.
-inline constexpr std::size_t cholesky_block = 128;
+inline constexpr std::size_t cholesky_block = 64;
 
 inline bool cholesky_unblocked(mview a, std::size_t n) noexcept {
   for (std::size_t i = 0; i < n; ++i) {

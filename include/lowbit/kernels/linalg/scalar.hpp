@@ -45,6 +45,11 @@ struct scalar_kernel {
   static void axpy_neg(std::size_t n, float f, const float* x, float* y) noexcept {
     for (std::size_t j = 0; j < n; ++j) y[j] -= f * x[j];
   }
+  // y[j] -= f[q * fs] * x[q * ldx + j] for q = 0 .. n - 1 in turn, j < w.
+  static void axpy_neg_rows(std::size_t n, const float* f, std::size_t fs, const float* x, std::size_t ldx,
+                            std::size_t w, float* y) noexcept {
+    for (std::size_t q = 0; q < n; ++q) axpy_neg(w, f[q * fs], x + q * ldx, y);
+  }
   // sum of x[j] * y[j], j < n, in index order.
   static float dot(std::size_t n, const float* x, const float* y) noexcept {
     float s = 0.0f;
