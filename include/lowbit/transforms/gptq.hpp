@@ -222,6 +222,40 @@ inline status gptq_traces(const float* w, const float* qg, const float* qr, cons
   return status{};
 }
 
+// V = J R^-T J in place from R^-1 (upper, n x n, ld n): V(nn - c, nn - i) = R^-1(i, c) for i <= c,
+// nn = n - 1, the upper triangle reflected about its anti-diagonal (the pairs with i + c < nn
+// swap, the anti-diagonal stays). In 64 x 64 tiles; a tile whose partner region lies apart from
+// it goes through a buffer, so that every access to the matrix runs along a row (the partner
+// of a row of the tile is a column: a page per element).
+inline void gptq_reflect_upper(float* a, std::size_t n) noexcept {
+  const std::size_t nn = n - 1;
+  constexpr std::size_t tile = 64;
+  alignas(64) float buf[tile * tile];  // buf[b][e]: the partner of (i0 + b, c0 + e)
+  for (std::size_t i0 = 0; i0 < n; i0 += tile)
+    for (std::size_t c0 = i0; c0 + i0 < nn; c0 += tile) {
+      const std::size_t ti = n - i0 < tile ? n - i0 : tile, tc = n - c0 < tile ? n - c0 : tile;
+      if (i0 + ti + c0 + tc - 2 < nn) {  // every i + c < nn: the partner rows lie below the tile's
+        for (std::size_t e = 0; e < tc; ++e) {
+          const float* prow = a + (nn - c0 - e) * n + (nn - i0);  // (nn - c, nn - i) at prow - b
+          for (std::size_t b = 0; b < ti; ++b) buf[b * tile + e] = *(prow - b);
+        }
+        for (std::size_t b = 0; b < ti; ++b) {
+          const std::size_t i = i0 + b, e0 = c0 > i ? 0 : i - c0;  // i <= c
+          for (std::size_t e = e0; e < tc; ++e) std::swap(a[i * n + c0 + e], buf[b * tile + e]);
+        }
+        for (std::size_t e = 0; e < tc; ++e) {  // back, unswapped values too (unchanged)
+          float* prow = a + (nn - c0 - e) * n + (nn - i0);
+          for (std::size_t b = 0; b < ti; ++b) *(prow - b) = buf[b * tile + e];
+        }
+        continue;
+      }
+      for (std::size_t i = i0; i < i0 + ti; ++i) {  // near the anti-diagonal: pair by pair
+        float* pair = a + nn * n + nn - i;  // (nn - c, nn - i) at pair - c * n
+        for (std::size_t c = c0 > i ? c0 : i; c < c0 + tc && i + c < nn; ++c) std::swap(a[i * n + c], *(pair - c * n));
+      }
+    }
+}
+
 // The GPTQ sweep and everything around it. w, h checked (shapes, buffers); fixed_scales /
 // fixed_zeros: a given grid [rows, groups] in the original group order (static), or null.
 inline result<gptq_output> gptq_run(const float* w, const float* h, const float* fixed_scales,
@@ -238,18 +272,14 @@ inline result<gptq_output> gptq_run(const float* w, const float* h, const float*
   const bool static_params = fixed || o.static_groups;
   const bool zeros_stored = has_zero_points(p);
 
-  // data checks first: nothing allocated yet
-  for (std::size_t i = 0; i < n; ++i)
-    if (!std::isfinite(w[i])) {
-      r.status = errc::non_finite_input;
-      return r;
-    }
-  for (std::size_t i = 0; i < cols; ++i)
-    for (std::size_t j = i; j < cols; ++j)
-      if (!std::isfinite(h[i * cols + j])) {
-        r.status = errc::non_finite_input;
-        return r;
-      }
+  // data checks first: nothing allocated yet (range is false on a NaN or an Inf)
+  float lo_w = 0.0f, hi_w = 0.0f;
+  bool finite = k.range(w, n, &lo_w, &hi_w);
+  for (std::size_t i = 0; finite && i < cols; ++i) finite = k.range(h + i * cols + i, cols - i, &lo_w, &hi_w);
+  if (!finite) {
+    r.status = errc::non_finite_input;
+    return r;
+  }
 
   std::unique_ptr<float[]> wk = allocate_buffer<float>(n);             // working W, permuted columns
   std::unique_ptr<float[]> hw = allocate_buffer<float>(cols * cols);   // permuted damped H, its factor, then V
@@ -324,11 +354,16 @@ inline result<gptq_output> gptq_run(const float* w, const float* h, const float*
   for (std::size_t i = 0; i < cols; ++i) perm[i] = i;
   if (o.act_order)
     std::stable_sort(perm.get(), perm.get() + cols, [&](std::size_t a, std::size_t b) { return diag[a] > diag[b]; });
-  for (std::size_t row = 0; row < rows; ++row)
-    for (std::size_t j = 0; j < cols; ++j) {
-      const std::size_t c = perm[j];
-      wk[row * cols + j] = dead(c) ? 0.0f : w[row * cols + c];
-    }
+  const bool in_order = !o.act_order;  // perm is the identity
+  if (in_order && rep.dead_columns == 0) {
+    std::copy(w, w + n, wk.get());
+  } else {
+    for (std::size_t row = 0; row < rows; ++row)
+      for (std::size_t j = 0; j < cols; ++j) {
+        const std::size_t c = perm[j];
+        wk[row * cols + j] = dead(c) ? 0.0f : w[row * cols + c];
+      }
+  }
 
   // 4-5. dampening, H = U^T U, H^-1, H^-1 = V^T V; retried with more dampening on failure
   const double mean_diag = diag_sum > 0.0 ? diag_sum / static_cast<double>(cols) : 1.0;
@@ -363,13 +398,7 @@ inline result<gptq_output> gptq_run(const float* w, const float* h, const float*
     // V = J R^-T J in place: V(nn - c, nn - i) = R^-1(i, c), i <= c, a reflection of the upper
     // triangle about its anti-diagonal, done as swaps of the pairs with i + c < nn, in tiles.
     if (s) s = triangular_inverse(cols, {triangle::upper}, hw.get(), cols, exec);
-    for (std::size_t i0 = 0; s && i0 < cols; i0 += tile)
-      for (std::size_t c0 = i0; c0 + i0 < nn; c0 += tile)
-        for (std::size_t i = i0; i < i0 + tile && i < cols; ++i) {
-          float* pair = hw.get() + nn * cols + nn - i;  // (nn - c, nn - i) at pair - c * cols
-          for (std::size_t c = c0 > i ? c0 : i; c < c0 + tile && i + c < nn; ++c)
-            std::swap(hw[i * cols + c], *(pair - c * cols));
-        }
+    if (s) gptq_reflect_upper(hw.get(), cols);
     if (s) {
       factored = true;
       break;
@@ -467,16 +496,21 @@ inline result<gptq_output> gptq_run(const float* w, const float* h, const float*
           gptq_sweep16(wt, i1, nb, v, cols, p.element_rounding, &lp, refresh, et, ut, qt, loss);
           for (std::size_t jj = 0; jj < nb; ++jj)  // the errors, [column][row]
             std::copy(et + jj * 16, et + jj * 16 + nl, err.get() + jj * rows + r0);
-          for (std::size_t l = 0; l < nl; ++l) {
-            const std::size_t row = r0 + l;
-            if (row_status[row] != 0) continue;
-            for (std::size_t jj = 0; jj < nb; ++jj) {
-              const std::size_t c = row * cols + perm[i1 + jj];
-              codes[c] = static_cast<std::uint8_t>(ut[jj * 16 + l]);
-              if (qv) qv[c] = qt[jj * 16 + l];
-            }
-            row_loss[row] += loss[l];
+          // lanes back to rows: the codes (and values) in the original column order (a failed
+          // row's are written too: the call then returns its error)
+          if (in_order) {
+            gptq_rows16(ut, nb, nl, codes + r0 * cols + i1, cols);
+            if (qv) gptq_rows16(qt, nb, nl, qv.get() + r0 * cols + i1, cols);
+          } else {
+            for (std::size_t l = 0; l < nl; ++l)
+              for (std::size_t jj = 0; jj < nb; ++jj) {
+                const std::size_t c = (r0 + l) * cols + perm[i1 + jj];
+                codes[c] = static_cast<std::uint8_t>(ut[jj * 16 + l]);
+                if (qv) qv[c] = qt[jj * 16 + l];
+              }
           }
+          for (std::size_t l = 0; l < nl; ++l)
+            if (row_status[r0 + l] == 0) row_loss[r0 + l] += loss[l];
         };
         detail::linalg_parallel_for(exec, tasks, task16);
         return status{};

@@ -72,6 +72,39 @@ LOWBIT_TARGET_AVX512 LOWBIT_NOINLINE inline void gptq_load16(const float* w, std
 #endif
 }
 
+// Lanes back to rows: dst[l * ld + jj] = src[jj * 16 + l] for l < nl, jj < nb, 16 columns a
+// gather (the codes: each int32 lane's low byte, the code).
+#if defined(__GNUC__)  // (without optimisation GCC's gathers are macros with signed conversions)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wsign-conversion"
+#pragma GCC diagnostic ignored "-Wconversion"
+#endif
+LOWBIT_TARGET_AVX512 LOWBIT_NOINLINE inline void gptq_rows16(const float* src, std::size_t nb, std::size_t nl,
+                                                             float* dst, std::size_t ld) noexcept {
+  const __m512i idx = _mm512_slli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), 4);
+  for (std::size_t l = 0; l < nl; ++l) {
+    float* row = dst + l * ld;
+    std::size_t jj = 0;
+    for (; jj + 16 <= nb; jj += 16) _mm512_storeu_ps(row + jj, _mm512_i32gather_ps(idx, src + jj * 16 + l, 4));
+    for (; jj < nb; ++jj) row[jj] = src[jj * 16 + l];
+  }
+}
+LOWBIT_TARGET_AVX512 LOWBIT_NOINLINE inline void gptq_rows16(const std::int32_t* src, std::size_t nb, std::size_t nl,
+                                                             std::uint8_t* dst, std::size_t ld) noexcept {
+  const __m512i idx = _mm512_slli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), 4);
+  for (std::size_t l = 0; l < nl; ++l) {
+    std::uint8_t* row = dst + l * ld;
+    std::size_t jj = 0;
+    for (; jj + 16 <= nb; jj += 16)
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(row + jj),
+                       _mm512_cvtepi32_epi8(_mm512_i32gather_epi32(idx, src + jj * 16 + l, 4)));
+    for (; jj < nb; ++jj) row[jj] = static_cast<std::uint8_t>(src[jj * 16 + l]);
+  }
+}
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+
 // wt: nb x 16 (the block's weights, transposed), updated in place; v + j * ldv: row j of V;
 // refresh(j, lp) is called before column j is quantized and returns whether it changed *lp (it
 // may read wt, which holds the current weights). Writes et (errors), ut (codes), qt (values),
