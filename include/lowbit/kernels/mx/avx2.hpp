@@ -788,17 +788,7 @@ LOWBIT_TARGET_AVX2 inline void mx_dequantize_fp8(const std::uint8_t* elements, c
       store8<Stream>(out + i, _mm256_mul_ps(widen_fp8<Fmt>(x), p));
     }
     if (nan_codes) {
-      // NaN elements decode to the quiet NaN with the code's sign (bfloat16: 0x7FFF).
-      for (std::size_t j = 0; j < bs; ++j) {
-        const unsigned mag = in[j] & 0x7Fu;
-        if (e4m3 ? mag == 0x7Fu : mag > 0x7Cu) {
-          if constexpr (std::is_same<Dst, float>::value) {
-            out[j] = lowbit::detail::bit_cast<float>(0x7FC00000u | (in[j] & 0x80u) << 24);
-          } else {
-            out[j] = bfloat16::from_bits(0x7FFF);
-          }
-        }
-      }
+      mx_fp8_nan_fixup<e4m3>(in, bs, out);  // (NaN codes decode to the quiet NaN with their sign)
     }
   }
 }
