@@ -6,7 +6,8 @@
 //  - encoding float32 into every format with path 1 (direct_path: FP8, FP6, FP4 unpacked and
 //    packed, E8M0, float16, bfloat16) for round-to-nearest-even and toward-zero under simple
 //    policies (simple_setup: one limit, one NaN code; lowbit's default among them);
-//  - decoding the float16-twin formats (FP8, FP6 one code per byte) into float32;
+//  - decoding the float16-twin formats (FP8, FP6 one code per byte or packed four in three
+//    bytes) into float32;
 //  - decoding FP4 (E2M1: one code per byte, and two per byte) with a 16-entry vpermd table, and
 //    E8M0 (code << 23, codes 0 and 0xFF from the scalar decoder) into float32.
 //
@@ -299,12 +300,39 @@ LOWBIT_AVX512_INLINE void store16(float* dst, __m512i v) {
     _mm512_storeu_si512(dst, v);
 }
 
-template <class F, bool Stream>
+// 48 bytes of packed FP6 (four codes in three bytes, code k of a group at bit 6k) -> their 64
+// codes, a byte each, in order: each 128-bit lane takes the 12 bytes of its 16 codes (vpermd),
+// each dword the 3 bytes of a group (vpshufb), and code k of a dword moves to its byte k.
+LOWBIT_AVX512_INLINE __m512i sextet_code_bytes(__m512i packed) {
+  const __m512i lanes =
+      _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 1, 2, 0, 3, 4, 5, 0, 6, 7, 8, 0, 9, 10, 11, 0), packed);
+  const __m512i d = _mm512_shuffle_epi8(
+      lanes, _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, -1, 3, 4, 5, -1, 6, 7, 8, -1, 9, 10, 11, -1)));
+  const __m512i c01 = _mm512_or_si512(_mm512_and_si512(d, _mm512_set1_epi32(0x3F)),
+                                      _mm512_and_si512(_mm512_slli_epi32(d, 2), _mm512_set1_epi32(0x3F00)));
+  const __m512i c23 = _mm512_or_si512(_mm512_and_si512(_mm512_slli_epi32(d, 4), _mm512_set1_epi32(0x3F0000)),
+                                      _mm512_and_si512(_mm512_slli_epi32(d, 6), _mm512_set1_epi32(0x3F000000)));
+  return _mm512_or_si512(c01, c23);
+}
+
+// The codes of elements i .. i + m - 1 (m <= 64; i a multiple of 4 when Sextets), a byte each,
+// zero beyond m: one code per byte (masked to the format's bits), or packed FP6.
+template <class F, bool Sextets>
+LOWBIT_AVX512_INLINE __m512i code_bytes(const std::uint8_t* src, std::size_t i, std::size_t m) {
+  if constexpr (Sextets) {
+    const std::size_t bytes = m >= 64 ? 48 : packed_bytes(m, 6);
+    return sextet_code_bytes(_mm512_maskz_loadu_epi8((__mmask64{1} << bytes) - 1u, src + i / 4 * 3));
+  } else {
+    const __mmask64 in = m >= 64 ? ~__mmask64{0} : (__mmask64{1} << m) - 1u;
+    return _mm512_and_si512(_mm512_maskz_loadu_epi8(in, src + i), _mm512_set1_epi8(static_cast<char>(F::code_mask)));
+  }
+}
+
+template <class F, bool Sextets, bool Stream>
 LOWBIT_AVX512_INLINE void decode_range(const std::uint8_t* src, float* dst, std::size_t i, std::size_t n) {
-  const __m512i mask = _mm512_set1_epi8(static_cast<char>(F::code_mask));
   __m512i o0, o1, o2, o3;
   for (; i + 64 <= n; i += 64) {
-    f32_from_codes<F>(_mm512_and_si512(_mm512_loadu_si512(src + i), mask), &o0, &o1, &o2, &o3);
+    f32_from_codes<F>(code_bytes<F, Sextets>(src, i, 64), &o0, &o1, &o2, &o3);
     store16<Stream>(dst + i, o0);
     store16<Stream>(dst + i + 16, o1);
     store16<Stream>(dst + i + 32, o2);
@@ -312,8 +340,7 @@ LOWBIT_AVX512_INLINE void decode_range(const std::uint8_t* src, float* dst, std:
   }
   if (i < n) {
     const std::size_t m = n - i;
-    const __mmask64 in = m >= 64 ? ~__mmask64{0} : (__mmask64{1} << m) - 1u;
-    f32_from_codes<F>(_mm512_and_si512(_mm512_maskz_loadu_epi8(in, src + i), mask), &o0, &o1, &o2, &o3);
+    f32_from_codes<F>(code_bytes<F, Sextets>(src, i, m), &o0, &o1, &o2, &o3);
     const __m512i out[4] = {o0, o1, o2, o3};
     for (std::size_t k = 0; k < 4; ++k) {
       const std::size_t have = m > 16 * k ? m - 16 * k : 0;
@@ -323,20 +350,22 @@ LOWBIT_AVX512_INLINE void decode_range(const std::uint8_t* src, float* dst, std:
   }
 }
 
-template <class F>
+template <class F, bool Sextets>
 LOWBIT_TARGET_AVX512 void decode_loop(const std::uint8_t* src, float* dst, std::size_t n) noexcept {
-  // Streaming stores from the first 64-byte aligned element on, for outputs beyond the caches.
+  // Streaming stores from the first 64-byte aligned element on (Sextets: if that element starts a
+  // group of four), for outputs beyond the caches.
   std::size_t k = n;
   const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(dst);
   if (n >= avx2::stream_threshold_bytes / sizeof(float) && a % sizeof(float) == 0)
     k = ((64 - a % 64) % 64) / sizeof(float);
+  if (Sextets && k % 4 != 0) k = n;
   if (k < n) {
-    decode_range<F, false>(src, dst, 0, k);
-    decode_range<F, true>(src, dst, k, n);
+    decode_range<F, Sextets, false>(src, dst, 0, k);
+    decode_range<F, Sextets, true>(src, dst, k, n);
     _mm_sfence();
     return;
   }
-  decode_range<F, false>(src, dst, 0, n);
+  decode_range<F, Sextets, false>(src, dst, 0, n);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -480,19 +509,25 @@ template <class F>
 void decode(const minifloat<F>* src, float* dst, std::size_t n) noexcept {
   static_assert(can_decode<F>::value, "no AVX-512 kernel for this format");
   if constexpr (detail::half_twin<F>::value)
-    detail::decode_loop<F>(reinterpret_cast<const std::uint8_t*>(src), dst, n);
+    detail::decode_loop<F, false>(reinterpret_cast<const std::uint8_t*>(src), dst, n);
   else
     detail::decode_table<F, false>(reinterpret_cast<const std::uint8_t*>(src), dst, n);
 }
 
-// Packed FP4 (two codes per byte, low nibble first).
+// Packed FP4 (two codes per byte, low nibble first) and packed FP6 (four codes in three bytes).
 template <class T>
-struct can_decode_packed : std::integral_constant<bool, T::format::bits == 4> {};
+struct can_decode_packed
+    : std::integral_constant<bool, T::format::bits == 4 ||
+                                       (T::format::bits == 6 && detail::half_twin<typename T::format>::value)> {};
 
 template <class T>
 void decode_packed(const std::uint8_t* src, float* dst, std::size_t n) noexcept {
+  using F = typename T::format;
   static_assert(can_decode_packed<T>::value, "no AVX-512 kernel for this layout");
-  detail::decode_table<typename T::format, true>(src, dst, n);
+  if constexpr (F::bits == 6)
+    detail::decode_loop<F, true>(src, dst, n);
+  else
+    detail::decode_table<F, true>(src, dst, n);
 }
 
 }  // namespace avx512
