@@ -235,9 +235,8 @@ void ggml_dequantize_bench(benchmark::State& state, std::size_t n, isa which, bo
   set_counters(state, n, n / G::per_block * sizeof(typename G::block) + n * sizeof(float));
 }
 
-// scalar, avx2, and avx512 where the CPU has it and the operation has an AVX-512 kernel (MXFP4,
-// MXFP8, MXINT8, NVFP4, MXFP6 quantize; MXFP6 dequantize runs its AVX2 kernel on the avx512 path,
-// so no row of its own).
+// scalar, avx2, and avx512 where the CPU has it and the operation has an AVX-512 kernel (every
+// MX format, NVFP4).
 std::vector<isa> paths_for(bool has_avx512_kernel) {
   std::vector<isa> p = {isa::scalar, isa::avx2};
   if (has_avx512_kernel && lowbit::is_supported(isa::avx512)) p.push_back(isa::avx512);
@@ -251,12 +250,12 @@ std::string suffix(isa which, std::size_t n) { return std::string("/") + lowbit:
 template <class Fmt>
 void register_mx(const std::string& name) {
   for (std::size_t n : sizes) {
-    for (isa which : paths_for(lowbit::kernels::block::mx_avx512_has_quantize<Fmt>))
+    for (isa which : paths_for(lowbit::kernels::block::mx_avx512_has_kernel<Fmt>)) {
       benchmark::RegisterBenchmark(("block/" + name + "/quantize" + suffix(which, n)).c_str(),
                                    mx_quantize_bench<Fmt, float>, n, which);
-    for (isa which : paths_for(lowbit::kernels::block::mx_avx512_has_kernel<Fmt>))
       benchmark::RegisterBenchmark(("block/" + name + "/dequantize" + suffix(which, n)).c_str(),
                                    mx_dequantize_bench<Fmt, float>, n, which);
+    }
   }
 }
 

@@ -146,8 +146,8 @@ inline status mx_quantize_impl(const Src* src, std::size_t rows, std::size_t col
   // change, so MX opens no FP-environment guard (NVFP4, which computes in float32, does).
   bool nan_block = false;
 #if LOWBIT_HAS_AVX512_KERNELS
-  if constexpr (kernels::block::mx_avx512_has_quantize<Fmt>) {
-    if (use_avx512() && kernels::block::mx_avx512_supports_quantize<Fmt>(o)) {
+  if constexpr (kernels::block::mx_avx512_has_kernel<Fmt>) {
+    if (use_avx512() && kernels::block::mx_avx512_supports<Fmt>(o)) {
       nan_block = kernels::block::avx512::mx_quantize<Fmt>(src, n, o, elements, scales);
       return nan_block && o.non_finite_is_error ? status{errc::non_finite_input} : status{errc::ok};
     }

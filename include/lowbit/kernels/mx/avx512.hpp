@@ -1,5 +1,6 @@
-// lowbit: AVX-512 (F, BW, DQ, VL) kernels of MXFP4, MXFP8 (E4M3, E5M2) and MXINT8, quantize and
-// dequantize, and of MXFP6 (E2M3, E3M2) quantize, float32 or bfloat16 on the float side, planar or (MXFP4) ggml's block_mxfp4 layout,
+// lowbit: AVX-512 (F, BW, DQ, VL) kernels of MXFP4, MXFP6 (E2M3, E3M2), MXFP8 (E4M3, E5M2) and
+// MXINT8, quantize and dequantize, float32 or bfloat16 on the float side, planar or (MXFP4)
+// ggml's block_mxfp4 layout,
 // bit-identical to the scalar reference
 // (kernels/mx/scalar.hpp) and to the AVX2 kernel (kernels/mx/avx2.hpp), whose algorithm they
 // follow on twice the width: the same integer encoders (scale rules, E2M1 by 16-bit keys, the
@@ -13,15 +14,14 @@
 // at a time need a 16x16 transpose-max (reduce16_max) instead of 8x8; the E2M1 keys are formed in
 // one of two lane orders chosen for the store that follows (vpackssdw order for lowbit's planar
 // nibbles, a masked word blend for ggml's split halves) and packed by vpmov* narrowing stores
-// (store_e2m1_*), which have no AVX2 counterpart; and the dequantizer looks a block's 16 float32
-// results up with one vpermd from a 64-byte table row (dequantize_fp4), where AVX2 needs two
-// vpshufb on 16-bit halves and four unpacks. The lane-wise arithmetic (e8m0_codes16,
+// (store_e2m1_*), which have no AVX2 counterpart; and the dequantizers look a block's results up
+// in a 64-byte table row, 16 float32 with one vpermd (dequantize_fp4) or 32 16-bit halves with
+// one vpermw (dequantize_fp6), where AVX2 needs two to four vpshufb and blends. The lane-wise arithmetic (e8m0_codes16,
 // encode_magnitude16, e2m1_nearest32) is the AVX2 code line for line. See docs/performance.md,
 // "AVX-512 block formats (issue 15)".
 //
-// Coverage: MXFP4, MXFP8 and MXINT8 with blocks that are whole multiples of 32
-// (mx_avx512_supports), MXFP6 quantize likewise (mx_avx512_supports_quantize); MXFP6 dequantize
-// and other block sizes run the AVX2 kernel on the avx512 path.
+// Coverage: every MX format with blocks that are whole multiples of 32 (mx_avx512_supports);
+// other block sizes run the AVX2 kernel on the avx512 path.
 #ifndef LOWBIT_KERNELS_MX_AVX512_HPP
 #define LOWBIT_KERNELS_MX_AVX512_HPP
 
@@ -34,6 +34,7 @@
 #include "../../core/cpu.hpp"
 #include "../../core/rounding.hpp"
 #include "../../formats/types.hpp"
+#include "../convert/avx512.hpp"
 #include "avx2.hpp"
 #include "scalar.hpp"
 
@@ -53,25 +54,14 @@ namespace lowbit {
 namespace kernels {
 namespace block {
 
-// What the AVX-512 MX kernels cover (quantize and dequantize): MXFP4, MXFP8 (E4M3, E5M2) and
-// MXINT8 with blocks of 32, 64, ...; MXFP6 quantize too (mx_avx512_has_quantize). Everything
-// else (MXFP6 dequantize, other block sizes) takes the AVX2 kernel (or the scalar loop) as before.
+// What the AVX-512 MX kernels cover (quantize and dequantize): every MX format (MXFP6 quantizes
+// through the shift encoder of MXFP8 plus a 6-bit packing store, store_fp6_16) with blocks of 32,
+// 64, ...; other block sizes take the AVX2 kernel (or the scalar loop).
 template <class Fmt>
-inline constexpr bool mx_avx512_has_kernel = std::is_same<Fmt, mxfp4_e2m1>::value ||
-                                             std::is_same<Fmt, mxfp8_e4m3>::value ||
-                                             std::is_same<Fmt, mxfp8_e5m2>::value || std::is_same<Fmt, mxint8>::value;
+inline constexpr bool mx_avx512_has_kernel = is_mx_format<Fmt>::value;
 template <class Fmt>
 constexpr bool mx_avx512_supports(const mx_options& o) noexcept {
   return mx_avx512_has_kernel<Fmt> && o.block_size % 32 == 0 && o.block_size != 0;
-}
-// Quantize also covers MXFP6 (E2M3, E3M2): the shift encoder of MXFP8 plus a 6-bit packing
-// store (store_fp6_16). MXFP6 dequantize still runs the AVX2 kernel on the avx512 path.
-template <class Fmt>
-inline constexpr bool mx_avx512_has_quantize =
-    mx_avx512_has_kernel<Fmt> || std::is_same<Fmt, mxfp6_e2m3>::value || std::is_same<Fmt, mxfp6_e3m2>::value;
-template <class Fmt>
-constexpr bool mx_avx512_supports_quantize(const mx_options& o) noexcept {
-  return mx_avx512_has_quantize<Fmt> && o.block_size % 32 == 0 && o.block_size != 0;
 }
 
 #if LOWBIT_HAS_AVX512_KERNELS
@@ -427,7 +417,7 @@ LOWBIT_BLOCK512_INLINE void mx_encode_block_fp4(const Src* x, std::uint8_t* out,
 template <class Fmt, rounding RM, class Src, class Out>
 LOWBIT_TARGET_AVX512 inline bool mx_quantize_rm(const Src* src, std::size_t blocks, const ::lowbit::mx_options& o,
                                                 const Out out) {
-  static_assert(mx_avx512_has_quantize<Fmt>, "a format with an AVX-512 quantizer");
+  static_assert(mx_avx512_has_kernel<Fmt>, "a format with an AVX-512 quantizer");
   constexpr bool fp4 = Fmt::element_bits == 4;
   constexpr bool fp6 = Fmt::element_bits == 6;
   constexpr bool split = Out::split;
@@ -497,13 +487,15 @@ LOWBIT_TARGET_AVX512 inline bool mx_quantize_rm(const Src* src, std::size_t bloc
 }
 
 // ------------------------------------------------------------------------------------------------
-// MXFP4 dequantize: per scale code a row of the 16 results, float32 (one zmm, read with vpermd)
-// or bfloat16 (the 16 results twice, read with vpermw, whose index has 5 bits).
+// MX dequantize tables, per scale code a 64-byte row: MXFP4 float32 (the 16 results, read with
+// vpermd), and the 16-bit results as words, read with vpermw (whose index has 5 bits): MXFP4
+// bfloat16 (the 16 results twice) and MXFP6 (the top half of the float32 result or the bfloat16
+// result of each of the 32 magnitudes; the sign is ORed in).
 
 struct fp4_f32_rows {
   alignas(64) std::uint32_t row[256][16];
 };
-struct fp4_bf16_rows {
+struct word_rows {
   alignas(64) std::uint16_t row[256][32];
 };
 
@@ -521,15 +513,16 @@ inline const fp4_f32_rows& fp4_f32_table() noexcept {
   static const holder table;
   return table.t;
 }
-template <class F>
-inline const fp4_bf16_rows& fp4_bf16_table() noexcept {
+// mx_half_table<F, Entries, Bf16>'s rows as 32 words (Entries 16: repeated).
+template <class F, int Entries, bool Bf16>
+inline const word_rows& word_table() noexcept {
   struct holder {
-    fp4_bf16_rows t;
+    word_rows t;
     holder() noexcept {
-      const half_table<16>& h = mx_half_table<F, 16, true>();
+      const half_table<Entries>& h = mx_half_table<F, Entries, Bf16>();
       for (int sc = 0; sc < 256; ++sc)
         for (int c = 0; c < 32; ++c)
-          t.row[sc][c] = static_cast<std::uint16_t>(h.row[sc][c % 16] << 8 | h.row[sc][16 + c % 16]);
+          t.row[sc][c] = static_cast<std::uint16_t>(h.row[sc][c % Entries] << 8 | h.row[sc][Entries + c % Entries]);
     }
   };
   static const holder table;
@@ -600,13 +593,49 @@ LOWBIT_TARGET_AVX512 inline void mx_dequantize_fp4(const In in_layout, std::size
     }
   } else {
     static_assert(!Stream, "streaming stores are used for float outputs only");
-    const fp4_bf16_rows& table = fp4_bf16_table<F>();
+    const word_rows& table = word_table<F, 16, true>();
     for (std::size_t b = 0; b < blocks; ++b) {
       const std::uint8_t* in = in_layout.element_ptr(b);
       Dst* out = dst + b * bs;
       const __m512i row = _mm512_load_si512(table.row[*in_layout.scale_ptr(b)]);
       for (std::size_t i = 0; i < bs; i += 32)
         _mm512_storeu_si512(out + i, _mm512_permutexvar_epi16(fp4_word_indices32<split>(in + i / 2), row));
+    }
+  }
+}
+
+// MXFP6, planar: 32 codes (24 bytes) at a time unpacked to words (the converters'
+// sextet_code_bytes), their magnitudes looked up in the scale's row with one vpermw (it reads an
+// index's low 5 bits) and the sign (code bit 5) moved to bit 15; float32 output is the word << 16.
+// The NaN scale fills the block with NaN, as the AVX2 kernel does.
+template <class Fmt, bool Stream, class Dst, class In>
+LOWBIT_TARGET_AVX512 inline void mx_dequantize_fp6(const In in_layout, std::size_t blocks, std::size_t bs, Dst* dst) {
+  using F = typename mx_element_traits<Fmt>::spec;
+  constexpr bool f32 = std::is_same<Dst, float>::value;
+  static_assert(f32 || !Stream, "streaming stores are used for float outputs only");
+  const word_rows& table = word_table<F, 32, !f32>();
+  const __m512i sign = _mm512_set1_epi16(static_cast<short>(0x8000));
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const std::uint8_t* in = in_layout.element_ptr(b);
+    Dst* out = dst + b * bs;
+    const std::uint8_t sc = *in_layout.scale_ptr(b);
+    if (sc == 0xFF) {
+      ::lowbit::kernels::block::avx2::detail::fill_nan(out, bs);
+      continue;
+    }
+    const __m512i row = _mm512_load_si512(table.row[sc]);
+    for (std::size_t i = 0; i < bs; i += 32) {
+      const __m512i bytes = ::lowbit::kernels::avx512::detail::sextet_code_bytes(
+          _mm512_maskz_loadu_epi8(__mmask64{0xFFFFFF}, in + i / 4 * 3));
+      const __m512i c = _mm512_cvtepu8_epi16(_mm512_castsi512_si256(bytes));
+      const __m512i w =
+          _mm512_or_si512(_mm512_permutexvar_epi16(c, row), _mm512_and_si512(_mm512_slli_epi16(c, 10), sign));
+      if constexpr (f32) {
+        store16<Stream>(out + i, _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(w)), 16));
+        store16<Stream>(out + i + 16, _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(w, 1)), 16));
+      } else {
+        _mm512_storeu_si512(out + i, w);
+      }
     }
   }
 }
@@ -724,6 +753,8 @@ LOWBIT_TARGET_AVX512 inline void mx_dequantize(const In in, std::size_t n, const
     if constexpr (std::is_same<Dst, float>::value) {
       if constexpr (Fmt::element_bits == 8) {
         detail::mx_dequantize_fp8<Fmt, true>(in.elements, in.scales, n / bs, o, dst);
+      } else if constexpr (Fmt::element_bits == 6) {
+        detail::mx_dequantize_fp6<Fmt, true>(in, n / bs, bs, dst);
       } else {
         detail::mx_dequantize_fp4<Fmt, true>(in, n / bs, bs, dst);
       }
@@ -733,6 +764,8 @@ LOWBIT_TARGET_AVX512 inline void mx_dequantize(const In in, std::size_t n, const
   }
   if constexpr (Fmt::element_bits == 8) {
     detail::mx_dequantize_fp8<Fmt, false>(in.elements, in.scales, n / bs, o, dst);
+  } else if constexpr (Fmt::element_bits == 6) {
+    detail::mx_dequantize_fp6<Fmt, false>(in, n / bs, bs, dst);
   } else {
     detail::mx_dequantize_fp4<Fmt, false>(in, n / bs, bs, dst);
   }
