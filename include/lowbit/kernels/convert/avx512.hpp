@@ -263,17 +263,12 @@ void encode_dispatch(const float* src, std::uint8_t* dst, std::size_t n, const p
 // ------------------------------------------------------------------------------------------------
 // Decoding: 64 codes of a float16-twin format -> 64 float32.
 
-// 64 codes (one per byte, element order, masked to the code) -> float32 bit patterns, 16 per
-// output vector in element order. (Written out, no arrays: GCC -O2 keeps a loop's array in memory.)
+// 64 codes (one per byte, element order, masked to the code) -> their float16-twin values
+// (v * 2^(15 - bias) for the E4M3 formats: f32_from_codes multiplies half_twin's scale back in,
+// the scaled FP8 kernels fold it into their own), 16 per output vector in element order, NaN
+// canonical. (Written out, no arrays: GCC -O2 keeps a loop's array in memory.)
 template <class F>
-LOWBIT_AVX512_INLINE __m512i f32_of_half_twin(__m256i h) {
-  constexpr float scale = half_twin<F>::scale;
-  const __m512 v = _mm512_cvtph_ps(h);  // exact; the product by 2^(15 - bias) is exact and normal
-  return _mm512_castps_si512(scale == 1.0f ? v : _mm512_mul_ps(v, _mm512_set1_ps(scale)));
-}
-
-template <class F>
-LOWBIT_AVX512_INLINE void f32_from_codes(__m512i codes, __m512i* o0, __m512i* o1, __m512i* o2, __m512i* o3) {
+LOWBIT_AVX512_INLINE void twin_values(__m512i codes, __m512* o0, __m512* o1, __m512* o2, __m512* o3) {
   if constexpr (F::specials == special_values::ieee) {
     // E5M2: NaN magnitudes 0x7D..0x7F become 0x7E, which widens to the canonical NaN.
     const __m512i mag = _mm512_and_si512(codes, _mm512_set1_epi8(0x7F));
@@ -286,10 +281,27 @@ LOWBIT_AVX512_INLINE void f32_from_codes(__m512i codes, __m512i* o0, __m512i* o1
   const __m512i zero = _mm512_setzero_si512();
   const __m512i lo = half_twin_bits<F>(_mm512_unpacklo_epi8(zero, q));
   const __m512i hi = half_twin_bits<F>(_mm512_unpackhi_epi8(zero, q));
-  *o0 = f32_of_half_twin<F>(_mm512_castsi512_si256(lo));
-  *o1 = f32_of_half_twin<F>(_mm512_castsi512_si256(hi));
-  *o2 = f32_of_half_twin<F>(_mm512_extracti64x4_epi64(lo, 1));
-  *o3 = f32_of_half_twin<F>(_mm512_extracti64x4_epi64(hi, 1));
+  *o0 = _mm512_cvtph_ps(_mm512_castsi512_si256(lo));  // exact
+  *o1 = _mm512_cvtph_ps(_mm512_castsi512_si256(hi));
+  *o2 = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(lo, 1));
+  *o3 = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(hi, 1));
+}
+
+// The same codes -> float32 bit patterns: the twin values times 2^(15 - bias) (exact and normal).
+template <class F>
+LOWBIT_AVX512_INLINE __m512i f32_of_twin(__m512 v) {
+  constexpr float scale = half_twin<F>::scale;
+  return _mm512_castps_si512(scale == 1.0f ? v : _mm512_mul_ps(v, _mm512_set1_ps(scale)));
+}
+
+template <class F>
+LOWBIT_AVX512_INLINE void f32_from_codes(__m512i codes, __m512i* o0, __m512i* o1, __m512i* o2, __m512i* o3) {
+  __m512 v0, v1, v2, v3;
+  twin_values<F>(codes, &v0, &v1, &v2, &v3);
+  *o0 = f32_of_twin<F>(v0);
+  *o1 = f32_of_twin<F>(v1);
+  *o2 = f32_of_twin<F>(v2);
+  *o3 = f32_of_twin<F>(v3);
 }
 
 template <bool Stream>

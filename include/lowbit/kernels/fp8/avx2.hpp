@@ -277,17 +277,23 @@ LOWBIT_AVX2_INLINE void dequantize_run(const T* q, std::size_t n, __m256 s, Dst*
 
 }  // namespace detail
 
+// How the tile kernels (these and kernels/fp8/avx512.hpp's) walk a tile: row by row, block by
+// block; a tile whose rows are contiguous and hold one block each as one run of rows * cols.
+struct tile_walk {
+  std::size_t rows, cols, block_cols;
+};
+inline tile_walk walk_of(std::size_t ld, std::size_t rows, std::size_t cols, std::size_t block_cols) noexcept {
+  if (ld == cols && block_cols >= cols) return {1, rows * cols, rows * cols};
+  return {rows, cols, block_cols};
+}
+
 template <class From>
 LOWBIT_TARGET_AVX2 void amax_tile(const From* x, std::size_t ld, std::size_t rows, std::size_t cols,
                                   std::size_t block_cols, std::uint32_t* amax) noexcept {
-  if (ld == cols && block_cols >= cols) {  // one block per row, rows contiguous: one run
-    const std::uint32_t b = detail::amax_bits(x, rows * cols);
-    amax[0] = b > amax[0] ? b : amax[0];
-    return;
-  }
-  for (std::size_t r = 0; r < rows; ++r)
-    for (std::size_t c = 0, j = 0; c < cols; c += block_cols, ++j) {
-      const std::uint32_t b = detail::amax_bits(x + r * ld + c, cols - c < block_cols ? cols - c : block_cols);
+  const tile_walk t = walk_of(ld, rows, cols, block_cols);
+  for (std::size_t r = 0; r < t.rows; ++r)
+    for (std::size_t c = 0, j = 0; c < t.cols; c += t.block_cols, ++j) {
+      const std::uint32_t b = detail::amax_bits(x + r * ld + c, t.cols - c < t.block_cols ? t.cols - c : t.block_cols);
       amax[j] = b > amax[j] ? b : amax[j];
     }
 }
@@ -334,6 +340,31 @@ LOWBIT_AVX2_INLINE void quantize_runs(scaling how, const From* x, std::size_t ld
 // At most max_tile_blocks column blocks per tile (schemes/fp8.hpp hands out chunks of 64).
 constexpr std::size_t max_tile_blocks = 64;
 
+// The quantizers' view of a tile's block scales: each 1/s, whether one of them is subnormal
+// (huge: the product bound fails) and whether all scales are powers of two (x * (1/s) is then
+// x / s exactly: both round the same real number).
+struct tile_scales {
+  float reciprocals[max_tile_blocks];
+  bool huge = false;
+  bool powers_of_two = true;
+  tile_scales(const float* scales, std::size_t blocks) noexcept {
+    for (std::size_t j = 0; j < blocks; ++j) {
+      reciprocals[j] = 1.0f / scales[j];
+      huge = huge || scales[j] > 0x1p126f;
+      powers_of_two = powers_of_two && (lowbit::detail::bit_cast<std::uint32_t>(scales[j]) & 0x007FFFFFu) == 0;
+    }
+  }
+};
+
+// Blocks of 2^shift >= step elements in rows of whole steps: one run per row, the reader picking
+// each element's block (0: a run per block).
+inline unsigned row_run_shift(const tile_walk& t, std::size_t step) noexcept {
+  unsigned shift = 0;
+  if (t.cols > t.block_cols && t.cols % step == 0 && t.block_cols % step == 0 && (t.block_cols & (t.block_cols - 1)) == 0)
+    while ((std::size_t{1} << shift) < t.block_cols) ++shift;
+  return shift;
+}
+
 // stream: the whole call writes enough (with its source, at least stream_threshold_bytes) that
 // every run's codes go out with non-temporal stores.
 template <class T, class From>
@@ -341,34 +372,19 @@ LOWBIT_TARGET_AVX2 void quantize_tile(const From* x, std::size_t ld, std::size_t
                                       std::size_t block_cols, const float* scales, scale_application a,
                                       const policy& p, const std::uint32_t* random_bits, T* q,
                                       bool stream) noexcept {
-  if (ld == cols && block_cols >= cols) {  // one block per row, rows contiguous: one run
-    cols *= rows;
-    block_cols = cols;
-    rows = 1;
-  }
-  const std::size_t blocks = (cols - 1) / block_cols + 1;
-  float reciprocals[max_tile_blocks];
-  bool huge = false;         // 1/s subnormal: the product bound fails
-  bool powers_of_two = true;  // x * (1/s) is then x / s exactly (both round the same real number)
-  for (std::size_t j = 0; j < blocks; ++j) {
-    reciprocals[j] = 1.0f / scales[j];
-    huge = huge || scales[j] > 0x1p126f;
-    powers_of_two = powers_of_two && (lowbit::detail::bit_cast<std::uint32_t>(scales[j]) & 0x007FFFFFu) == 0;
-  }
-  // Blocks of 2^shift >= 32 elements in rows of whole steps: one run per row.
-  unsigned shift = 0;
-  if (blocks > 1 && cols % 32 == 0 && block_cols % 32 == 0 && (block_cols & (block_cols - 1)) == 0)
-    while ((std::size_t{1} << shift) < block_cols) ++shift;
-  const detail::scaling how = a == scale_application::multiply_reciprocal || (powers_of_two && !huge)
+  const tile_walk t = walk_of(ld, rows, cols, block_cols);
+  const tile_scales ts(scales, (t.cols - 1) / t.block_cols + 1);
+  const unsigned shift = row_run_shift(t, 32);
+  const detail::scaling how = a == scale_application::multiply_reciprocal || (ts.powers_of_two && !ts.huge)
                                   ? detail::scaling::reciprocal
-                              : p.rm == rounding::stochastic || huge ? detail::scaling::exact_divider
-                                                                     : detail::scaling::divide;
+                              : p.rm == rounding::stochastic || ts.huge ? detail::scaling::exact_divider
+                                                                        : detail::scaling::divide;
   if (how == detail::scaling::reciprocal)
-    detail::quantize_runs<false>(how, x, ld, rows, cols, block_cols, scales, reciprocals, shift, p, random_bits, q,
-                                 stream);
+    detail::quantize_runs<false>(how, x, ld, t.rows, t.cols, t.block_cols, scales, ts.reciprocals, shift, p,
+                                 random_bits, q, stream);
   else
-    detail::quantize_runs<true>(how, x, ld, rows, cols, block_cols, scales, reciprocals, shift, p, random_bits, q,
-                                stream);
+    detail::quantize_runs<true>(how, x, ld, t.rows, t.cols, t.block_cols, scales, ts.reciprocals, shift, p,
+                                random_bits, q, stream);
 }
 
 // stream: the call writes enough float output (at least stream_threshold_bytes) that
@@ -376,17 +392,13 @@ LOWBIT_TARGET_AVX2 void quantize_tile(const From* x, std::size_t ld, std::size_t
 template <class T, class Dst>
 LOWBIT_TARGET_AVX2 void dequantize_tile(const T* q, std::size_t ld, std::size_t rows, std::size_t cols,
                                         std::size_t block_cols, const float* scales, Dst* y, bool stream) noexcept {
-  if (ld == cols && block_cols >= cols) {  // one block per row, rows contiguous: one run
-    cols *= rows;
-    block_cols = cols;
-    rows = 1;
-  }
+  const tile_walk t = walk_of(ld, rows, cols, block_cols);
   const detail::code_values<T> values{};
   constexpr float factor = detail::code_values<T>::factor;
-  for (std::size_t r = 0; r < rows; ++r)
-    for (std::size_t c = 0, j = 0; c < cols; c += block_cols, ++j) {
+  for (std::size_t r = 0; r < t.rows; ++r)
+    for (std::size_t c = 0, j = 0; c < t.cols; c += t.block_cols, ++j) {
       const std::size_t at = r * ld + c;
-      const std::size_t n = cols - c < block_cols ? cols - c : block_cols;
+      const std::size_t n = t.cols - c < t.block_cols ? t.cols - c : t.block_cols;
       if (!(scales[j] * factor <= 0x1p127f)) {  // the folded scale would overflow: decode exactly, then scale
         fp8_ref::dequantize_tile(q + at, n, 1, n, n, scales + j, y + at);
         continue;

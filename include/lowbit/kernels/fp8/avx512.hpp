@@ -158,25 +158,6 @@ LOWBIT_TARGET_AVX512 void quantize_runs(const From* x, std::size_t ld, std::size
   if (stream) _mm_sfence();
 }
 
-// 64 codes -> their float16-twin values (v * 2^(15 - bias) for the E4M3 formats: the caller folds
-// half_twin's scale into its own), 16 per vector in element order, NaN canonical.
-template <class F>
-LOWBIT_AVX512_INLINE void twin_values(__m512i codes, __m512* o0, __m512* o1, __m512* o2, __m512* o3) {
-  if constexpr (F::specials == special_values::ieee) {
-    const __m512i mag = _mm512_and_si512(codes, _mm512_set1_epi8(0x7F));
-    const __mmask64 is_nan = _mm512_cmpgt_epi8_mask(mag, _mm512_set1_epi8(0x7C));
-    codes = _mm512_xor_si512(codes, _mm512_maskz_mov_epi8(is_nan, _mm512_xor_si512(mag, _mm512_set1_epi8(0x7E))));
-  }
-  const __m512i qw = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 1, 3, 4, 6, 5, 7), codes);
-  const __m512i zero = _mm512_setzero_si512();
-  const __m512i lo = avx512::detail::half_twin_bits<F>(_mm512_unpacklo_epi8(zero, qw));
-  const __m512i hi = avx512::detail::half_twin_bits<F>(_mm512_unpackhi_epi8(zero, qw));
-  *o0 = _mm512_cvtph_ps(_mm512_castsi512_si256(lo));
-  *o1 = _mm512_cvtph_ps(_mm512_castsi512_si256(hi));
-  *o2 = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(lo, 1));
-  *o3 = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(hi, 1));
-}
-
 // (The masked form: GCC's unmasked _mm512_cvtps_ph passes -1 as a mask, which -Wsign-conversion flags.)
 constexpr __mmask16 all16 = static_cast<__mmask16>(0xFFFF);
 
@@ -238,7 +219,7 @@ LOWBIT_AVX512_INLINE void dequantize_run(const T* q, std::size_t n, __m512 s, Ds
   __m512 v0, v1, v2, v3;
   for (; i + 64 <= n; i += 64) {
     const __m512i c = _mm512_loadu_si512(q + i);
-    twin_values<F>(c, &v0, &v1, &v2, &v3);
+    avx512::detail::twin_values<F>(c, &v0, &v1, &v2, &v3);
     if constexpr (!std::is_same<Dst, float>::value) {
       if (finite && !special_codes<F>(c)) {
         store16_finite(y + i, _mm512_mul_ps(v0, s));
@@ -255,7 +236,7 @@ LOWBIT_AVX512_INLINE void dequantize_run(const T* q, std::size_t n, __m512 s, Ds
   }
   if (i < n) {
     const __mmask64 in = (__mmask64{1} << (n - i)) - 1u;
-    twin_values<F>(_mm512_maskz_loadu_epi8(in, q + i), &v0, &v1, &v2, &v3);
+    avx512::detail::twin_values<F>(_mm512_maskz_loadu_epi8(in, q + i), &v0, &v1, &v2, &v3);
     Dst out[64];
     store16<false>(out, _mm512_mul_ps(v0, s));
     store16<false>(out + 16, _mm512_mul_ps(v1, s));
@@ -267,22 +248,20 @@ LOWBIT_AVX512_INLINE void dequantize_run(const T* q, std::size_t n, __m512 s, Ds
 
 }  // namespace detail
 
+using fp8_avx2::tile_scales;
+using fp8_avx2::tile_walk;
+using fp8_avx2::walk_of;
+
 template <class From>
 LOWBIT_TARGET_AVX512 void amax_tile(const From* x, std::size_t ld, std::size_t rows, std::size_t cols,
                                     std::size_t block_cols, std::uint32_t* amax) noexcept {
-  if (ld == cols && block_cols >= cols) {  // one block per row, rows contiguous: one run
-    const std::uint32_t b = detail::amax_bits(x, rows * cols);
-    amax[0] = b > amax[0] ? b : amax[0];
-    return;
-  }
-  for (std::size_t r = 0; r < rows; ++r)
-    for (std::size_t c = 0, j = 0; c < cols; c += block_cols, ++j) {
-      const std::uint32_t b = detail::amax_bits(x + r * ld + c, cols - c < block_cols ? cols - c : block_cols);
+  const tile_walk t = walk_of(ld, rows, cols, block_cols);
+  for (std::size_t r = 0; r < t.rows; ++r)
+    for (std::size_t c = 0, j = 0; c < t.cols; c += t.block_cols, ++j) {
+      const std::uint32_t b = detail::amax_bits(x + r * ld + c, t.cols - c < t.block_cols ? t.cols - c : t.block_cols);
       amax[j] = b > amax[j] ? b : amax[j];
     }
 }
-
-using fp8_avx2::max_tile_blocks;
 
 // The AVX2 kernel's contract; what this one does not cover it hands to the AVX2 kernel.
 template <class T, class From>
@@ -292,42 +271,26 @@ void quantize_tile(const From* x, std::size_t ld, std::size_t rows, std::size_t 
   using F = typename T::format;
   if constexpr (avx512::can_encode<float, T>::value) {
     if (avx512::covers<F>(p)) {
-      std::size_t r_ = rows, c_ = cols, b_ = block_cols;
-      if (ld == c_ && b_ >= c_) {  // one block per row, rows contiguous: one run
-        c_ *= r_;
-        b_ = c_;
-        r_ = 1;
-      }
-      const std::size_t blocks = (c_ - 1) / b_ + 1;
-      float reciprocals[max_tile_blocks];
-      bool huge = false;          // 1/s subnormal: the product bound fails (AVX2 divides exactly)
-      bool powers_of_two = true;  // x * (1/s) is then x / s exactly
-      for (std::size_t j = 0; j < blocks; ++j) {
-        reciprocals[j] = 1.0f / scales[j];
-        huge = huge || scales[j] > 0x1p126f;
-        powers_of_two = powers_of_two && (lowbit::detail::bit_cast<std::uint32_t>(scales[j]) & 0x007FFFFFu) == 0;
-      }
-      const bool reciprocal = a == scale_application::multiply_reciprocal || (powers_of_two && !huge);
-      if (reciprocal || !huge) {
-        unsigned shift = 0;  // blocks of 2^shift >= 64 elements in rows of whole steps: one run per row
-        if (blocks > 1 && c_ % 64 == 0 && b_ % 64 == 0 && (b_ & (b_ - 1)) == 0)
-          while ((std::size_t{1} << shift) < b_) ++shift;
+      const tile_walk t = walk_of(ld, rows, cols, block_cols);
+      const tile_scales ts(scales, (t.cols - 1) / t.block_cols + 1);
+      // (1/s subnormal: the product bound fails; the AVX2 kernel divides exactly)
+      const bool reciprocal = a == scale_application::multiply_reciprocal || (ts.powers_of_two && !ts.huge);
+      if (reciprocal || !ts.huge) {
+        const unsigned shift = fp8_avx2::row_run_shift(t, 64);
         std::uint8_t* out = reinterpret_cast<std::uint8_t*>(q);
-        if (p.rm == rounding::toward_zero) {
+        const auto run = [&](auto rm) {  // covers(): nearest-even or toward zero
+          constexpr rounding RM = decltype(rm)::value;
           if (reciprocal)
-            detail::quantize_runs<F, rounding::toward_zero, false>(x, ld, r_, c_, b_, scales, reciprocals, shift, p,
-                                                                   out, stream);
+            detail::quantize_runs<F, RM, false>(x, ld, t.rows, t.cols, t.block_cols, scales, ts.reciprocals, shift, p,
+                                                out, stream);
           else
-            detail::quantize_runs<F, rounding::toward_zero, true>(x, ld, r_, c_, b_, scales, reciprocals, shift, p,
-                                                                  out, stream);
-        } else {
-          if (reciprocal)
-            detail::quantize_runs<F, rounding::nearest_even, false>(x, ld, r_, c_, b_, scales, reciprocals, shift, p,
-                                                                    out, stream);
-          else
-            detail::quantize_runs<F, rounding::nearest_even, true>(x, ld, r_, c_, b_, scales, reciprocals, shift, p,
-                                                                   out, stream);
-        }
+            detail::quantize_runs<F, RM, true>(x, ld, t.rows, t.cols, t.block_cols, scales, ts.reciprocals, shift, p,
+                                               out, stream);
+        };
+        if (p.rm == rounding::toward_zero)
+          run(std::integral_constant<rounding, rounding::toward_zero>{});
+        else
+          run(std::integral_constant<rounding, rounding::nearest_even>{});
         return;
       }
     }
@@ -339,16 +302,12 @@ template <class T, class Dst>
 LOWBIT_TARGET_AVX512 void dequantize_tile(const T* q, std::size_t ld, std::size_t rows, std::size_t cols,
                                           std::size_t block_cols, const float* scales, Dst* y, bool stream) noexcept {
   using F = typename T::format;
-  if (ld == cols && block_cols >= cols) {  // one block per row, rows contiguous: one run
-    cols *= rows;
-    block_cols = cols;
-    rows = 1;
-  }
+  const tile_walk t = walk_of(ld, rows, cols, block_cols);
   constexpr float factor = avx2::detail::half_twin<F>::scale;
-  for (std::size_t r = 0; r < rows; ++r)
-    for (std::size_t c = 0, j = 0; c < cols; c += block_cols, ++j) {
+  for (std::size_t r = 0; r < t.rows; ++r)
+    for (std::size_t c = 0, j = 0; c < t.cols; c += t.block_cols, ++j) {
       const std::size_t at = r * ld + c;
-      const std::size_t n = cols - c < block_cols ? cols - c : block_cols;
+      const std::size_t n = t.cols - c < t.block_cols ? t.cols - c : t.block_cols;
       if (!(scales[j] * factor <= 0x1p127f)) {  // the folded scale would overflow: decode exactly, then scale
         fp8_ref::dequantize_tile(q + at, n, 1, n, n, scales + j, y + at);
         continue;

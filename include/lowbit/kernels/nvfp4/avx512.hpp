@@ -221,16 +221,24 @@ LOWBIT_BLOCK512_INLINE void nvfp4_decode32(const std::uint8_t* in, Dst* out, __m
   if (pair) store16v<Stream>(out + 16, _mm512_permutexvar_ps(c1, _mm512_mul_ps(values, _mm512_set1_ps(d1))));
 }
 
+// The 16 E2M1 values, code order (sign bit 3), in a register the compiler cannot see into: the
+// reference multiplies the negative values themselves, and folding (-v) * d into -(v * d) would
+// change the sign of a NaN product.
+LOWBIT_BLOCK512_INLINE __m512 e2m1_values16() {
+  __m512 values = _mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,  //
+                                 -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f);
+#if defined(__GNUC__) || defined(__clang__)
+  __asm__("" : "+v"(values));
+#endif
+  return values;
+}
+
 // In: planar_layout (ggml's blocks: nvfp4_dequantize_ggml_impl below).
 template <bool Stream, class Dst, class In>
 LOWBIT_TARGET_AVX512 inline void nvfp4_dequantize_impl(const In in_layout, std::size_t blocks, Dst* dst,
                                                        const ::lowbit::nvfp4_options& o) {
   static_assert(!In::split, "planar layout");
-  __m512 values = _mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,  //
-                                 -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f);
-#if defined(__GNUC__) || defined(__clang__)
-  __asm__("" : "+v"(values));  // the reference multiplies the negative values themselves
-#endif
+  const __m512 values = e2m1_values16();
   const __m512 t = _mm512_set1_ps(o.tensor_scale);
   alignas(64) float d_lane[16];
   for (std::size_t g = 0; g < blocks; g += 16) {
@@ -264,11 +272,7 @@ LOWBIT_TARGET_AVX512 inline void nvfp4_dequantize_impl(const In in_layout, std::
 template <bool Stream, class Dst>
 LOWBIT_TARGET_AVX512 inline bool nvfp4_dequantize_ggml_impl(const std::uint8_t* base, std::size_t blocks, Dst* dst,
                                                             const ::lowbit::nvfp4_options& o) {
-  __m512 values = _mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,  //
-                                 -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f);
-#if defined(__GNUC__) || defined(__clang__)
-  __asm__("" : "+v"(values));  // the reference multiplies the negative values themselves
-#endif
+  const __m512 values = e2m1_values16();
   const __m512 t = _mm512_set1_ps(o.tensor_scale);
   const bool multiplier = nv_is_multiplier(o);
   const __m512i d_index = _mm512_setr_epi32(0, 9, 18, 27, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
