@@ -493,7 +493,7 @@ inline result<gptq_output> gptq_run(const float* w, const float* h, const float*
             return true;
           };
           double loss[16] = {};
-          gptq_sweep16(wt, i1, nb, v, cols, p.element_rounding, &lp, refresh, et, ut, qt, loss);
+          gptq_sweep16(wt, i1, nb, v, cols, static_params ? 0 : G, p.element_rounding, &lp, refresh, et, ut, qt, loss);
           for (std::size_t jj = 0; jj < nb; ++jj)  // the errors, [column][row]
             std::copy(et + jj * 16, et + jj * 16 + nl, err.get() + jj * rows + r0);
           // lanes back to rows: the codes (and values) in the original column order (a failed

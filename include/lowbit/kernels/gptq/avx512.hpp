@@ -105,21 +105,62 @@ LOWBIT_TARGET_AVX512 LOWBIT_NOINLINE inline void gptq_rows16(const std::int32_t*
 #pragma GCC diagnostic pop
 #endif
 
+// The sweep goes through a block in sub-blocks of at most 16 columns: a column's error updates
+// the rest of its sub-block at once, and the block's columns after the sub-block when the
+// sub-block ends, 16 errors per load and store of a column (gptq_update16). Every element still
+// gets its updates one fused multiply-subtract at a time in column order, so the bits are the
+// column-at-a-time sweep's. A sub-block also ends before the first column of a group (a multiple
+// of group, when group != 0), where the weights must be current.
+inline std::size_t gptq_sub_end(std::size_t i1, std::size_t begin, std::size_t nb, std::size_t group) noexcept {
+  std::size_t end = nb - begin < 16 ? nb : begin + 16;
+  if (group != 0) {
+    const std::size_t next = ((i1 + begin) / group + 1) * group - i1;  // the next group start after begin
+    if (next < end) end = next;
+  }
+  return end;
+}
+
+// wt[kk] -= sum over t in [t0, t1), in order, of et[t] v[(t - t0) * ldv + kk], for kk in [t1, nb):
+// eight columns held in registers while the errors stream past them.
+LOWBIT_TARGET_AVX512 inline void gptq_update16(float* wt, const float* et, const float* v, std::size_t ldv,
+                                               std::size_t t0, std::size_t t1, std::size_t nb) noexcept {
+  std::size_t kk = t1;
+  for (; kk + 8 <= nb; kk += 8) {
+    __m512 acc[8];
+    for (std::size_t c = 0; c < 8; ++c) acc[c] = _mm512_load_ps(wt + (kk + c) * 16);
+    const float* vr = v + kk;
+    for (std::size_t t = t0; t < t1; ++t, vr += ldv) {
+      const __m512 e = _mm512_load_ps(et + t * 16);
+      for (std::size_t c = 0; c < 8; ++c) acc[c] = _mm512_fnmadd_ps(e, _mm512_set1_ps(vr[c]), acc[c]);
+    }
+    for (std::size_t c = 0; c < 8; ++c) _mm512_store_ps(wt + (kk + c) * 16, acc[c]);
+  }
+  for (; kk < nb; ++kk) {
+    __m512 acc = _mm512_load_ps(wt + kk * 16);
+    const float* vr = v + kk;
+    for (std::size_t t = t0; t < t1; ++t, vr += ldv)
+      acc = _mm512_fnmadd_ps(_mm512_load_ps(et + t * 16), _mm512_set1_ps(*vr), acc);
+    _mm512_store_ps(wt + kk * 16, acc);
+  }
+}
+
 // wt: nb x 16 (the block's weights, transposed), updated in place; v + j * ldv: row j of V;
 // refresh(j, lp) is called before column j is quantized and returns whether it changed *lp (it
-// may read wt, which holds the current weights). Writes et (errors), ut (codes), qt (values),
-// each nb x 16, and adds e^2 of each lane, in column order, in double, to loss[16].
+// may read wt, which holds the current weights, only when j is a multiple of group; group 0: it
+// never reads wt). Writes et (errors), ut (codes), qt (values), each nb x 16, and adds e^2 of
+// each lane, in column order, in double, to loss[16].
 template <class Refresh>
 LOWBIT_TARGET_AVX512 LOWBIT_NOINLINE void gptq_sweep16(float* wt, std::size_t i1, std::size_t nb, const float* v,
-                                                       std::size_t ldv, rounding rm, gptq_lanes* lp,
-                                                       Refresh& refresh, float* et, std::int32_t* ut,
-                                                       float* qt, double* loss) noexcept {
+                                                       std::size_t ldv, std::size_t group, rounding rm,
+                                                       gptq_lanes* lp, Refresh& refresh, float* et,
+                                                       std::int32_t* ut, float* qt, double* loss) noexcept {
   __m512d loss_lo = _mm512_loadu_pd(loss), loss_hi = _mm512_loadu_pd(loss + 8);
   __m512 sv = _mm512_set1_ps(1.0f), ssafe = sv, ov = _mm512_setzero_ps();
   __m512i lov = _mm512_setzero_si512(), hiv = lov, zpv = lov, zfv = lov;
   __mmask16 offm = 0, zerom = 0;
   const __m512 half = _mm512_set1_ps(0.5f), zero = _mm512_setzero_ps();
   const __m512i one = _mm512_set1_epi32(1);
+  std::size_t sub_begin = 0, sub_end = gptq_sub_end(i1, 0, nb, group);
   for (std::size_t jj = 0; jj < nb; ++jj) {
     const std::size_t j = i1 + jj;
     if (refresh(j, lp)) {
@@ -187,8 +228,13 @@ LOWBIT_TARGET_AVX512 LOWBIT_NOINLINE void gptq_sweep16(float* wt, std::size_t i1
     _mm512_store_si512(ut + jj * 16, u);
     _mm512_store_ps(qt + jj * 16, q);
     const float* vr = v + j * ldv + i1;
-    for (std::size_t kk = jj + 1; kk < nb; ++kk)
+    for (std::size_t kk = jj + 1; kk < sub_end; ++kk)
       _mm512_store_ps(wt + kk * 16, _mm512_fnmadd_ps(e, _mm512_set1_ps(vr[kk]), _mm512_load_ps(wt + kk * 16)));
+    if (jj + 1 == sub_end) {  // the sub-block's errors onto the block's later columns
+      gptq_update16(wt, et, v + (i1 + sub_begin) * ldv + i1, ldv, sub_begin, sub_end, nb);
+      sub_begin = sub_end;
+      sub_end = gptq_sub_end(i1, sub_begin, nb, group);
+    }
   }
   _mm512_storeu_pd(loss, loss_lo);
   _mm512_storeu_pd(loss + 8, loss_hi);
