@@ -379,16 +379,30 @@ inline result<gptq_output> gptq_run(const float* w, const float* h, const float*
     // multiply flops instead of 2 n^3, and one factorisation that can fail instead of two.
     // In tiles: without act-order every read is H's transpose (a column of H per row of Ĥ).
     const std::size_t nn = cols - 1;
-    constexpr std::size_t tile = 64;
-    for (std::size_t i0 = 0; i0 < cols; i0 += tile)
-      for (std::size_t j0 = i0; j0 < cols; j0 += tile)
-        for (std::size_t i = i0; i < i0 + tile && i < cols; ++i) {
-          const std::size_t pi = perm[nn - i];
-          for (std::size_t j = i > j0 ? i : j0; j < j0 + tile && j < cols; ++j) {
-            const std::size_t pj = perm[nn - j];
-            hw[i * cols + j] = pi <= pj ? h[pi * cols + pj] : h[pj * cols + pi];
-          }
+    auto reversed_copy = [&](auto kernel) -> status {
+#if LOWBIT_HAS_AVX512_LINALG
+      if constexpr (std::is_same<decltype(kernel), kernels::linalg::avx512_kernel>::value) {
+        if (in_order) {  // 16 x 16 tiles through registers
+          gptq_reversed_upper(h, cols, hw.get());
+          return status{};
         }
+      }
+#else
+      (void)kernel;
+#endif
+      constexpr std::size_t tile = 64;
+      for (std::size_t i0 = 0; i0 < cols; i0 += tile)
+        for (std::size_t j0 = i0; j0 < cols; j0 += tile)
+          for (std::size_t i = i0; i < i0 + tile && i < cols; ++i) {
+            const std::size_t pi = perm[nn - i];
+            for (std::size_t j = i > j0 ? i : j0; j < j0 + tile && j < cols; ++j) {
+              const std::size_t pj = perm[nn - j];
+              hw[i * cols + j] = pi <= pj ? h[pi * cols + pj] : h[pj * cols + pi];
+            }
+          }
+      return status{};
+    };
+    (void)detail::linalg_dispatch(reversed_copy);
     for (std::size_t i = 0; i < cols; ++i) {
       if (dead(perm[nn - i])) hw[i * cols + i] = 1.0f;
       hw[i * cols + i] = static_cast<float>(static_cast<double>(hw[i * cols + i]) + rep.damp);
@@ -450,12 +464,7 @@ inline result<gptq_output> gptq_run(const float* w, const float* h, const float*
           float* et = wt + nb * 16;
           float* qt = et + nb * 16;
           auto* ut = reinterpret_cast<std::int32_t*>(qt + nb * 16);
-          if (cols < (std::size_t{1} << 27)) {  // 15 * cols fits the gather's int32 offsets
-            gptq_load16(wk.get() + r0 * cols + i1, cols, nl, nb, wt);
-          } else {
-            for (std::size_t l = 0; l < 16; ++l)
-              for (std::size_t jj = 0; jj < nb; ++jj) wt[jj * 16 + l] = l < nl ? wk[(r0 + l) * cols + i1 + jj] : 0.0f;
-          }
+          gptq_load16(wk.get() + r0 * cols + i1, cols, nl, nb, wt);
           gptq_lanes lp;
           const int_group_codec idle{1.0f, 0, 0.0f, false, 0, 0, rounding::nearest_even};
           for (std::size_t l = 0; l < 16; ++l) gptq_lane_set(&lp, l, idle);
@@ -493,7 +502,10 @@ inline result<gptq_output> gptq_run(const float* w, const float* h, const float*
             return true;
           };
           double loss[16] = {};
-          gptq_sweep16(wt, i1, nb, v, cols, static_params ? 0 : G, p.element_rounding, &lp, refresh, et, ut, qt, loss);
+          const std::size_t r_next = r0 + rows_per_task;
+          gptq_sweep16(wt, i1, nb, v, cols, p.element_rounding, &lp, refresh, et, ut, qt, loss,
+                       r_next < rows ? wk.get() + r_next * cols + i1 : nullptr, cols,
+                       r_next < rows ? rows - r_next : 0);
           for (std::size_t jj = 0; jj < nb; ++jj)  // the errors, [column][row]
             std::copy(et + jj * 16, et + jj * 16 + nl, err.get() + jj * rows + r0);
           // lanes back to rows: the codes (and values) in the original column order (a failed

@@ -51,116 +51,109 @@ inline void gptq_lane_set(gptq_lanes* lp, std::size_t l, const int_group_codec& 
   lp->zero_mask = static_cast<std::uint16_t>(c.scale == 0.0f ? lp->zero_mask | bit : lp->zero_mask & ~bit);
 }
 
+// r[i][j] <- r[j][i]: a 16 x 16 transpose in registers, four rounds of 16 shuffles (pairs of
+// floats, pairs of pairs, then the 128-bit lanes twice).
+LOWBIT_AVX512_INLINE void gptq_transpose16(__m512 r[16]) noexcept {
+  __m512 t[16];
+  for (int i = 0; i < 16; i += 2) {  // t[i]: columns 0,1 | 4,5 | 8,9 | 12,13 of rows i, i + 1
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  __m512 u[16];  // u[4b + c]: rows 4b .. 4b + 3 of columns c, c + 4, c + 8, c + 12, one per lane
+  for (int b = 0; b < 16; b += 4) {
+    u[b] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[b]), _mm512_castps_pd(t[b + 2])));
+    u[b + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[b]), _mm512_castps_pd(t[b + 2])));
+    u[b + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[b + 1]), _mm512_castps_pd(t[b + 3])));
+    u[b + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[b + 1]), _mm512_castps_pd(t[b + 3])));
+  }
+  for (int c = 0; c < 4; ++c) {  // column 4L + c: lane L of u[c], u[4 + c], u[8 + c], u[12 + c]
+    const __m512 v0 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x88), v1 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xDD);
+    const __m512 v2 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x88);
+    const __m512 v3 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xDD);
+    r[c] = _mm512_shuffle_f32x4(v0, v2, 0x88);
+    r[4 + c] = _mm512_shuffle_f32x4(v1, v3, 0x88);
+    r[8 + c] = _mm512_shuffle_f32x4(v0, v2, 0xDD);
+    r[12 + c] = _mm512_shuffle_f32x4(v1, v3, 0xDD);
+  }
+}
+
+inline __mmask16 gptq_first(std::size_t n) noexcept { return static_cast<__mmask16>((1u << n) - 1u); }
+
 // wt[jj][l] = w[l * ldw + jj] for l < nl (0 for the lanes beyond), jj < nb: 16 rows of a block
-// transposed, a gather per column (16 independent loads from 16 rows: they miss together).
+// transposed, 16 columns at a time in registers.
 LOWBIT_TARGET_AVX512 LOWBIT_NOINLINE inline void gptq_load16(const float* w, std::size_t ldw, std::size_t nl,
                                                              std::size_t nb, float* wt) noexcept {
-  alignas(64) std::int32_t offsets[16];
-  for (std::size_t l = 0; l < 16; ++l) offsets[l] = static_cast<std::int32_t>(l < nl ? l * ldw : 0);
-  const __m512i idx = _mm512_load_si512(offsets);
-  const __mmask16 valid = static_cast<__mmask16>((1u << nl) - 1u);
-  // (without optimisation GCC's gather is a macro that passes the mask as a signed short)
-#if defined(__GNUC__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wsign-conversion"
-#pragma GCC diagnostic ignored "-Wconversion"
-#endif
-  for (std::size_t jj = 0; jj < nb; ++jj)
-    _mm512_store_ps(wt + jj * 16, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), valid, idx, w + jj, 4));
-#if defined(__GNUC__)
-#pragma GCC diagnostic pop
-#endif
-}
-
-// Lanes back to rows: dst[l * ld + jj] = src[jj * 16 + l] for l < nl, jj < nb, 16 columns a
-// gather (the codes: each int32 lane's low byte, the code).
-#if defined(__GNUC__)  // (without optimisation GCC's gathers are macros with signed conversions)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wsign-conversion"
-#pragma GCC diagnostic ignored "-Wconversion"
-#endif
-LOWBIT_TARGET_AVX512 LOWBIT_NOINLINE inline void gptq_rows16(const float* src, std::size_t nb, std::size_t nl,
-                                                             float* dst, std::size_t ld) noexcept {
-  const __m512i idx = _mm512_slli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), 4);
-  for (std::size_t l = 0; l < nl; ++l) {
-    float* row = dst + l * ld;
-    std::size_t jj = 0;
-    for (; jj + 16 <= nb; jj += 16) _mm512_storeu_ps(row + jj, _mm512_i32gather_ps(idx, src + jj * 16 + l, 4));
-    for (; jj < nb; ++jj) row[jj] = src[jj * 16 + l];
+  for (std::size_t j0 = 0; j0 < nb; j0 += 16) {
+    const std::size_t nc = nb - j0 < 16 ? nb - j0 : 16;
+    __m512 r[16];
+    for (std::size_t l = 0; l < 16; ++l)
+      r[l] = l < nl ? _mm512_maskz_loadu_ps(gptq_first(nc), w + l * ldw + j0) : _mm512_setzero_ps();
+    gptq_transpose16(r);
+    for (std::size_t c = 0; c < nc; ++c) _mm512_store_ps(wt + (j0 + c) * 16, r[c]);
   }
 }
-LOWBIT_TARGET_AVX512 LOWBIT_NOINLINE inline void gptq_rows16(const std::int32_t* src, std::size_t nb, std::size_t nl,
-                                                             std::uint8_t* dst, std::size_t ld) noexcept {
-  const __m512i idx = _mm512_slli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), 4);
-  for (std::size_t l = 0; l < nl; ++l) {
-    std::uint8_t* row = dst + l * ld;
-    std::size_t jj = 0;
-    for (; jj + 16 <= nb; jj += 16)
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(row + jj),
-                       _mm512_cvtepi32_epi8(_mm512_i32gather_epi32(idx, src + jj * 16 + l, 4)));
-    for (; jj < nb; ++jj) row[jj] = static_cast<std::uint8_t>(src[jj * 16 + l]);
+
+// Lanes back to rows: dst[l * ld + jj] = src[jj * 16 + l] for l < nl, jj < nb, 16 columns at a
+// time in registers: the values (float -> float) or the codes (int32 -> each lane's low byte).
+LOWBIT_AVX512_INLINE void gptq_store_row(float* d, __mmask16 m, __m512 x) noexcept { _mm512_mask_storeu_ps(d, m, x); }
+LOWBIT_AVX512_INLINE void gptq_store_row(std::uint8_t* d, __mmask16 m, __m512 x) noexcept {
+  _mm512_mask_cvtepi32_storeu_epi8(d, m, _mm512_castps_si512(x));
+}
+template <class Src, class Dst>
+LOWBIT_TARGET_AVX512 LOWBIT_NOINLINE void gptq_rows16(const Src* src, std::size_t nb, std::size_t nl, Dst* dst,
+                                                      std::size_t ld) noexcept {
+  static_assert(sizeof(Src) == 4, "16 lanes of 32 bits");
+  const auto* s = reinterpret_cast<const float*>(src);
+  for (std::size_t j0 = 0; j0 < nb; j0 += 16) {
+    const std::size_t nc = nb - j0 < 16 ? nb - j0 : 16;
+    __m512 r[16];
+    for (std::size_t c = 0; c < 16; ++c) r[c] = c < nc ? _mm512_load_ps(s + (j0 + c) * 16) : _mm512_setzero_ps();
+    gptq_transpose16(r);
+    for (std::size_t l = 0; l < nl; ++l) gptq_store_row(dst + l * ld + j0, gptq_first(nc), r[l]);
   }
 }
-#if defined(__GNUC__)
-#pragma GCC diagnostic pop
-#endif
 
-// The sweep goes through a block in sub-blocks of at most 16 columns: a column's error updates
-// the rest of its sub-block at once, and the block's columns after the sub-block when the
-// sub-block ends, 16 errors per load and store of a column (gptq_update16). Every element still
-// gets its updates one fused multiply-subtract at a time in column order, so the bits are the
-// column-at-a-time sweep's. A sub-block also ends before the first column of a group (a multiple
-// of group, when group != 0), where the weights must be current.
-inline std::size_t gptq_sub_end(std::size_t i1, std::size_t begin, std::size_t nb, std::size_t group) noexcept {
-  std::size_t end = nb - begin < 16 ? nb : begin + 16;
-  if (group != 0) {
-    const std::size_t next = ((i1 + begin) / group + 1) * group - i1;  // the next group start after begin
-    if (next < end) end = next;
-  }
-  return end;
-}
-
-// wt[kk] -= sum over t in [t0, t1), in order, of et[t] v[(t - t0) * ldv + kk], for kk in [t1, nb):
-// eight columns held in registers while the errors stream past them.
-LOWBIT_TARGET_AVX512 inline void gptq_update16(float* wt, const float* et, const float* v, std::size_t ldv,
-                                               std::size_t t0, std::size_t t1, std::size_t nb) noexcept {
-  std::size_t kk = t1;
-  for (; kk + 8 <= nb; kk += 8) {
-    __m512 acc[8];
-    for (std::size_t c = 0; c < 8; ++c) acc[c] = _mm512_load_ps(wt + (kk + c) * 16);
-    const float* vr = v + kk;
-    for (std::size_t t = t0; t < t1; ++t, vr += ldv) {
-      const __m512 e = _mm512_load_ps(et + t * 16);
-      for (std::size_t c = 0; c < 8; ++c) acc[c] = _mm512_fnmadd_ps(e, _mm512_set1_ps(vr[c]), acc[c]);
+// hw[i * n + j] = h[(n - 1 - j) * n + (n - 1 - i)] for i <= j: the upper triangle of J H J (J
+// reverses the order) read from H's upper triangle, 16 x 16 tiles through registers (each read
+// row reversed, the rows taken in reverse order, then transposed); the tiles on the diagonal and
+// the edges element by element, so that H's lower triangle is never read.
+LOWBIT_TARGET_AVX512 LOWBIT_NOINLINE inline void gptq_reversed_upper(const float* h, std::size_t n,
+                                                                     float* hw) noexcept {
+  const std::size_t nn = n - 1, full = n / 16 * 16;
+  const __m512i rev = _mm512_setr_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  for (std::size_t i0 = 0; i0 < n; i0 += 16)
+    for (std::size_t j0 = i0; j0 < n; j0 += 16) {
+      if (j0 == i0 || j0 + 16 > full) {
+        for (std::size_t i = i0; i < i0 + 16 && i < n; ++i)
+          for (std::size_t j = i > j0 ? i : j0; j < j0 + 16 && j < n; ++j) hw[i * n + j] = h[(nn - j) * n + (nn - i)];
+        continue;
+      }
+      __m512 r[16];  // r[b][a] = h[nn - j0 - b][nn - i0 - a]
+      for (std::size_t b = 0; b < 16; ++b)
+        r[b] = _mm512_permutexvar_ps(rev, _mm512_loadu_ps(h + (nn - j0 - b) * n + (nn - i0 - 15)));
+      gptq_transpose16(r);
+      for (std::size_t a = 0; a < 16; ++a) _mm512_storeu_ps(hw + (i0 + a) * n + j0, r[a]);
     }
-    for (std::size_t c = 0; c < 8; ++c) _mm512_store_ps(wt + (kk + c) * 16, acc[c]);
-  }
-  for (; kk < nb; ++kk) {
-    __m512 acc = _mm512_load_ps(wt + kk * 16);
-    const float* vr = v + kk;
-    for (std::size_t t = t0; t < t1; ++t, vr += ldv)
-      acc = _mm512_fnmadd_ps(_mm512_load_ps(et + t * 16), _mm512_set1_ps(*vr), acc);
-    _mm512_store_ps(wt + kk * 16, acc);
-  }
 }
 
 // wt: nb x 16 (the block's weights, transposed), updated in place; v + j * ldv: row j of V;
 // refresh(j, lp) is called before column j is quantized and returns whether it changed *lp (it
-// may read wt, which holds the current weights, only when j is a multiple of group; group 0: it
-// never reads wt). Writes et (errors), ut (codes), qt (values), each nb x 16, and adds e^2 of
-// each lane, in column order, in double, to loss[16].
+// may read wt, which holds the current weights). Writes et (errors), ut (codes), qt (values),
+// each nb x 16, and adds e^2 of each lane, in column order, in double, to loss[16]. next (ld
+// ldn, next_rows rows; null for none): the block of the next 16 rows, fetched into L2 a cache
+// line per column while this one is swept, so that its loads do not wait on memory.
 template <class Refresh>
 LOWBIT_TARGET_AVX512 LOWBIT_NOINLINE void gptq_sweep16(float* wt, std::size_t i1, std::size_t nb, const float* v,
-                                                       std::size_t ldv, std::size_t group, rounding rm,
-                                                       gptq_lanes* lp, Refresh& refresh, float* et,
-                                                       std::int32_t* ut, float* qt, double* loss) noexcept {
+                                                       std::size_t ldv, rounding rm, gptq_lanes* lp,
+                                                       Refresh& refresh, float* et, std::int32_t* ut, float* qt,
+                                                       double* loss, const float* next,
+                                                       std::size_t ldn, std::size_t next_rows) noexcept {
   __m512d loss_lo = _mm512_loadu_pd(loss), loss_hi = _mm512_loadu_pd(loss + 8);
   __m512 sv = _mm512_set1_ps(1.0f), ssafe = sv, ov = _mm512_setzero_ps();
   __m512i lov = _mm512_setzero_si512(), hiv = lov, zpv = lov, zfv = lov;
   __mmask16 offm = 0, zerom = 0;
   const __m512 half = _mm512_set1_ps(0.5f), zero = _mm512_setzero_ps();
   const __m512i one = _mm512_set1_epi32(1);
-  std::size_t sub_begin = 0, sub_end = gptq_sub_end(i1, 0, nb, group);
   for (std::size_t jj = 0; jj < nb; ++jj) {
     const std::size_t j = i1 + jj;
     if (refresh(j, lp)) {
@@ -174,6 +167,8 @@ LOWBIT_TARGET_AVX512 LOWBIT_NOINLINE void gptq_sweep16(float* wt, std::size_t i1
       zerom = lp->zero_mask;
       ssafe = _mm512_mask_blend_ps(zerom, sv, _mm512_set1_ps(1.0f));
     }
+    if (next != nullptr && jj % 16 < next_rows)
+      _mm_prefetch(reinterpret_cast<const char*>(next + jj % 16 * ldn + jj / 16 * 16), _MM_HINT_T1);
     const __m512 x = _mm512_load_ps(wt + jj * 16);
     // round_to_code(y, lo, hi, rm)
     const __m512 y = _mm512_div_ps(_mm512_sub_ps(x, ov), ssafe);
@@ -228,13 +223,8 @@ LOWBIT_TARGET_AVX512 LOWBIT_NOINLINE void gptq_sweep16(float* wt, std::size_t i1
     _mm512_store_si512(ut + jj * 16, u);
     _mm512_store_ps(qt + jj * 16, q);
     const float* vr = v + j * ldv + i1;
-    for (std::size_t kk = jj + 1; kk < sub_end; ++kk)
+    for (std::size_t kk = jj + 1; kk < nb; ++kk)
       _mm512_store_ps(wt + kk * 16, _mm512_fnmadd_ps(e, _mm512_set1_ps(vr[kk]), _mm512_load_ps(wt + kk * 16)));
-    if (jj + 1 == sub_end) {  // the sub-block's errors onto the block's later columns
-      gptq_update16(wt, et, v + (i1 + sub_begin) * ldv + i1, ldv, sub_begin, sub_end, nb);
-      sub_begin = sub_end;
-      sub_end = gptq_sub_end(i1, sub_begin, nb, group);
-    }
   }
   _mm512_storeu_pd(loss, loss_lo);
   _mm512_storeu_pd(loss + 8, loss_hi);
