@@ -16,6 +16,7 @@
 #ifndef LOWBIT_KERNELS_LINALG_DRIVER_HPP
 #define LOWBIT_KERNELS_LINALG_DRIVER_HPP
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -318,6 +319,16 @@ inline std::size_t trtri_split(std::size_t n) noexcept {
   return h < n ? h : n / 2;
 }
 
+// dst[0 .. n) = the n elements of a row of a view from its origin (a block copy when the row is
+// contiguous: a strided element loop does not vectorise).
+inline void copy_row(cview a, std::size_t n, float* dst) noexcept {
+  if (a.cs == 1) {
+    std::copy(a.p, a.p + n, dst);
+  } else {
+    for (std::size_t j = 0; j < n; ++j) dst[j] = a(0, j);
+  }
+}
+
 // X := alpha * T X (left) or alpha * X T (right), T an n x n upper triangular view (its lower
 // triangle never read), X n x m (left) or m x n (right), in place. work: trtri_base * (trtri_base
 // + m) floats.
@@ -328,15 +339,13 @@ status trmm_upper(bool left, cview t, std::size_t n, std::size_t m, float alpha,
   if (n <= trtri_base) {
     float* tt = work;                 // n x n, ld n: T's upper triangle, zeros below
     float* xt = work + trtri_base * trtri_base;  // a copy of X, contiguous
-    for (std::size_t i = 0; i < n; ++i)
-      for (std::size_t j = 0; j < n; ++j) tt[i * n + j] = j >= i ? t(i, j) : 0.0f;
-    if (left) {  // X n x m
-      for (std::size_t i = 0; i < n; ++i)
-        for (std::size_t j = 0; j < m; ++j) xt[i * m + j] = x(i, j);
-      return gemm<K>(n, m, n, alpha, cview{tt, n, 1}, cview{xt, m, 1}, 0.0f, x, tri_mask::none, exec);
+    for (std::size_t i = 0; i < n; ++i) {
+      std::fill(tt + i * n, tt + i * n + i, 0.0f);
+      copy_row(t.sub(i, i), n - i, tt + i * n + i);
     }
-    for (std::size_t i = 0; i < m; ++i)  // X m x n
-      for (std::size_t j = 0; j < n; ++j) xt[i * n + j] = x(i, j);
+    const std::size_t rows = left ? n : m, cols = left ? m : n;  // X
+    for (std::size_t i = 0; i < rows; ++i) copy_row(cview(x).sub(i, 0), cols, xt + i * cols);
+    if (left) return gemm<K>(n, m, n, alpha, cview{tt, n, 1}, cview{xt, m, 1}, 0.0f, x, tri_mask::none, exec);
     return gemm<K>(m, n, n, alpha, cview{xt, n, 1}, cview{tt, n, 1}, 0.0f, x, tri_mask::none, exec);
   }
   const std::size_t n1 = trtri_split(n), n2 = n - n1;
