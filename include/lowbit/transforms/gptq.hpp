@@ -508,19 +508,10 @@ inline result<gptq_output> gptq_run(const float* w, const float* h, const float*
                        r_next < rows ? rows - r_next : 0);
           for (std::size_t jj = 0; jj < nb; ++jj)  // the errors, [column][row]
             std::copy(et + jj * 16, et + jj * 16 + nl, err.get() + jj * rows + r0);
-          // lanes back to rows: the codes (and values) in the original column order (a failed
+          // lanes back to rows: the codes (and values) in the sweep's column order (a failed
           // row's are written too: the call then returns its error)
-          if (in_order) {
-            gptq_rows16(ut, nb, nl, codes + r0 * cols + i1, cols);
-            if (qv) gptq_rows16(qt, nb, nl, qv.get() + r0 * cols + i1, cols);
-          } else {
-            for (std::size_t l = 0; l < nl; ++l)
-              for (std::size_t jj = 0; jj < nb; ++jj) {
-                const std::size_t c = (r0 + l) * cols + perm[i1 + jj];
-                codes[c] = static_cast<std::uint8_t>(ut[jj * 16 + l]);
-                if (qv) qv[c] = qt[jj * 16 + l];
-              }
-          }
+          gptq_rows16(ut, nb, nl, codes + r0 * cols + i1, cols);
+          if (qv) gptq_rows16(qt, nb, nl, qv.get() + r0 * cols + i1, cols);
           for (std::size_t l = 0; l < nl; ++l)
             if (row_status[r0 + l] == 0) row_loss[r0 + l] += loss[l];
         };
@@ -555,8 +546,8 @@ inline result<gptq_output> gptq_run(const float* w, const float* h, const float*
             const float x = wr[j];
             const std::uint8_t u = kernels::int_ref::quantize_one(x, c, 0u);
             const float q = kernels::int_ref::dequantize_one(u, c);
-            codes[row * cols + perm[j]] = u;
-            if (qv) qv[row * cols + perm[j]] = q;
+            codes[row * cols + j] = u;  // in the sweep's column order
+            if (qv) qv[row * cols + j] = q;
             const float d = v[j * cols + j];
             const float e = (x - q) / d;
             loss += static_cast<double>(e) * static_cast<double>(e);
@@ -593,7 +584,29 @@ inline result<gptq_output> gptq_run(const float* w, const float* h, const float*
   for (std::size_t row = 0; row < rows; ++row) rep.loss += row_loss[row];
   rep.loss *= 0.5;
 
-  // 7. parameters and g_idx in the output layout
+  // 7. codes (and values) back in the original column order, a row at a time through a copy
+  // (scattering each block's codes across whole rows missed a cache line per code)
+  if (!in_order) {
+    std::unique_ptr<float[]> row_copy = allocate_buffer<float>(cols);
+    if (!row_copy) {
+      r.status = errc::out_of_memory;
+      out = gptq_output{};
+      return r;
+    }
+    auto* row_codes = reinterpret_cast<std::uint8_t*>(row_copy.get());
+    for (std::size_t row = 0; row < rows; ++row) {
+      std::uint8_t* cr = codes + row * cols;
+      std::copy(cr, cr + cols, row_codes);
+      for (std::size_t j = 0; j < cols; ++j) cr[perm[j]] = row_codes[j];
+      if (qv) {
+        float* qr = qv.get() + row * cols;
+        std::copy(qr, qr + cols, row_copy.get());
+        for (std::size_t j = 0; j < cols; ++j) qr[perm[j]] = row_copy[j];
+      }
+    }
+  }
+
+  // parameters and g_idx in the output layout
   float* zs = zeros_stored ? out.zeros.values().data() : nullptr;
   for (std::size_t row = 0; row < rows; ++row)
     for (std::size_t g = 0; g < groups; ++g)
