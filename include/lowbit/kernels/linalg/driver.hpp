@@ -229,20 +229,20 @@ status gemm(std::size_t m, std::size_t n, std::size_t k, float alpha, cview a, c
             } else {  // straddles the diagonal: compute the whole tile, keep the masked part
               alignas(64) float tile[K::mr * K::nr];
               K::micro(kcur, pa + ir * kcur, pb, tile, K::nr, mr, nr, alpha, 0.0f);
-              for (std::size_t r = 0; r < mr; ++r) {  // row r's masked columns: one run [j0, j1)
+              for (std::size_t r = 0; r < mr; ++r) {  // row r's masked columns: one run [first, last)
                 const std::size_t i = ig + r;
-                std::size_t j0 = 0, j1 = nr;
+                std::size_t first = 0, last = nr;
                 if (mask == tri_mask::upper) {
-                  j0 = i <= jg ? 0 : i - jg < nr ? i - jg : nr;
+                  first = i <= jg ? 0 : i - jg < nr ? i - jg : nr;
                 } else {
-                  j1 = i < jg ? 0 : i - jg + 1 < nr ? i - jg + 1 : nr;
+                  last = i < jg ? 0 : i - jg + 1 < nr ? i - jg + 1 : nr;
                 }
                 float* x = ct + r * ldc;
                 const float* y = tile + r * K::nr;
                 if (beta_now == 0.0f) {
-                  for (std::size_t j = j0; j < j1; ++j) x[j] = y[j];
+                  for (std::size_t j = first; j < last; ++j) x[j] = y[j];
                 } else {
-                  for (std::size_t j = j0; j < j1; ++j) x[j] = y[j] + beta_now * x[j];
+                  for (std::size_t j = first; j < last; ++j) x[j] = y[j] + beta_now * x[j];
                 }
               }
             }
