@@ -287,9 +287,9 @@ TEST(Gptq, BlockedAgreesWithColumnByColumnFloat64) {
     if (k.p.scale_format == lowbit::scale_storage::fp16) {
       EXPECT_LE(ref.near_scales, 2u);
     }
-    const double exact = quad(l, dequantized(g.value));
+    const std::vector<double> q = dequantized(g.value);
+    const double exact = quad(l, q);
     EXPECT_NEAR(g.value.report.output_error, exact, 1e-5 * exact);
-      const std::vector<double> q = dequantized(g.value);
     for (std::size_t r = 0; r < l.rows; ++r)
       for (std::size_t c = 0; c < 3; ++c) EXPECT_EQ(q[r * l.cols + c], 0.0);  // dead channels quantize to zero
   }
