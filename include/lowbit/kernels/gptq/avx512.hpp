@@ -10,6 +10,7 @@
 #include "../../core/cpu.hpp"
 #include "../../core/rounding.hpp"
 #include "../../schemes/integer.hpp"
+#include "../integer/avx512.hpp"
 #include "../linalg/avx512.hpp"
 
 #if LOWBIT_HAS_AVX512_LINALG
@@ -77,17 +78,16 @@ LOWBIT_AVX512_INLINE void gptq_transpose16(__m512 r[16]) noexcept {
   }
 }
 
-inline __mmask16 gptq_first(std::size_t n) noexcept { return static_cast<__mmask16>((1u << n) - 1u); }
-
 // wt[jj][l] = w[l * ldw + jj] for l < nl (0 for the lanes beyond), jj < nb: 16 rows of a block
 // transposed, 16 columns at a time in registers.
 LOWBIT_TARGET_AVX512 LOWBIT_NOINLINE inline void gptq_load16(const float* w, std::size_t ldw, std::size_t nl,
                                                              std::size_t nb, float* wt) noexcept {
   for (std::size_t j0 = 0; j0 < nb; j0 += 16) {
     const std::size_t nc = nb - j0 < 16 ? nb - j0 : 16;
+    const __mmask16 tail = kernels::avx512::int_detail::tail16(nc);
     __m512 r[16];
     for (std::size_t l = 0; l < 16; ++l)
-      r[l] = l < nl ? _mm512_maskz_loadu_ps(gptq_first(nc), w + l * ldw + j0) : _mm512_setzero_ps();
+      r[l] = l < nl ? _mm512_maskz_loadu_ps(tail, w + l * ldw + j0) : _mm512_setzero_ps();
     gptq_transpose16(r);
     for (std::size_t c = 0; c < nc; ++c) _mm512_store_ps(wt + (j0 + c) * 16, r[c]);
   }
@@ -109,7 +109,8 @@ LOWBIT_TARGET_AVX512 LOWBIT_NOINLINE void gptq_rows16(const Src* src, std::size_
     __m512 r[16];
     for (std::size_t c = 0; c < 16; ++c) r[c] = c < nc ? _mm512_load_ps(s + (j0 + c) * 16) : _mm512_setzero_ps();
     gptq_transpose16(r);
-    for (std::size_t l = 0; l < nl; ++l) gptq_store_row(dst + l * ld + j0, gptq_first(nc), r[l]);
+    const __mmask16 tail = kernels::avx512::int_detail::tail16(nc);
+    for (std::size_t l = 0; l < nl; ++l) gptq_store_row(dst + l * ld + j0, tail, r[l]);
   }
 }
 
