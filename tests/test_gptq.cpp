@@ -268,30 +268,39 @@ TEST(Gptq, BlockedAgreesWithColumnByColumnFloat64) {
       {lowbit::int_presets::gptq(4, 32), 64, false}, {lowbit::int_presets::gptq(4, 32), 32, true},
       {affine, 64, false},                          {affine, 128, true},
       {per_channel, 16, false},                     {lowbit::int_presets::gptq(2, 64), 64, true}};
+  // 157 columns: a partial 16-column tile at every edge (per channel: no group divides 157)
+  const std::vector<blocked_case> odd_cases{{per_channel, 32, true}, {per_channel, 64, false}};
   // three dead input channels; under the sanitizers 20 rows (a task of 16 and a partial one) for 48
-  const layer l = make_layer(lowbit_test::sanitized_size(48, 20), 192, 21, 3);
-  for (const blocked_case& k : cases) {
-    gptq_options o;
-    o.block_size = k.block;
-    o.act_order = k.act_order;
-    auto g = lowbit::gptq_quantize(l.w.data(), l.h.data(), l.rows, l.cols, k.p, o);
-    ASSERT_TRUE(g.ok()) << g.status.message();
-    EXPECT_EQ(g.value.report.dead_columns, 3u);
-    const reference_result ref = reference_gptq(l, k.p, o.percdamp, k.act_order, g.value, 1e-2);
-    std::size_t differ = 0;
-    for (std::size_t i = 0; i < ref.codes.size(); ++i) differ += ref.codes[i] != g.value.codes.values()[i];
-    EXPECT_EQ(differ, 0u) << "bits " << k.p.bits << " block " << k.block << " act-order " << k.act_order;
-    // disagreements only at near-ties (within 1 % of a step), and few
-    EXPECT_LE(ref.near_ties, l.rows * l.cols / 1000) << ref.near_ties;
-    EXPECT_LT(ref.worst_tie, 1e-2) << ref.worst_tie << " ties " << ref.near_ties;
-    if (k.p.scale_format == lowbit::scale_storage::fp16) {
-      EXPECT_LE(ref.near_scales, 2u);
+  for (const std::size_t width : {std::size_t{192}, std::size_t{157}}) {
+    const layer l = make_layer(lowbit_test::sanitized_size(48, 20), width, 21, 3);
+    // only H's upper triangle may be read: the lower one is NaN in the call
+    std::vector<float> upper = l.h;
+    for (std::size_t i = 0; i < l.cols; ++i)
+      for (std::size_t j = 0; j < i; ++j) upper[i * l.cols + j] = std::numeric_limits<float>::quiet_NaN();
+    for (const blocked_case& k : width % 16 == 0 ? cases : odd_cases) {
+      gptq_options o;
+      o.block_size = k.block;
+      o.act_order = k.act_order;
+      auto g = lowbit::gptq_quantize(l.w.data(), upper.data(), l.rows, l.cols, k.p, o);
+      ASSERT_TRUE(g.ok()) << g.status.message();
+      EXPECT_EQ(g.value.report.dead_columns, 3u);
+      const reference_result ref = reference_gptq(l, k.p, o.percdamp, k.act_order, g.value, 1e-2);
+      std::size_t differ = 0;
+      for (std::size_t i = 0; i < ref.codes.size(); ++i) differ += ref.codes[i] != g.value.codes.values()[i];
+      EXPECT_EQ(differ, 0u) << "bits " << k.p.bits << " block " << k.block << " act-order " << k.act_order
+                            << " width " << width;
+      // disagreements only at near-ties (within 1 % of a step), and few
+      EXPECT_LE(ref.near_ties, l.rows * l.cols / 1000) << ref.near_ties;
+      EXPECT_LT(ref.worst_tie, 1e-2) << ref.worst_tie << " ties " << ref.near_ties;
+      if (k.p.scale_format == lowbit::scale_storage::fp16) {
+        EXPECT_LE(ref.near_scales, 2u);
+      }
+      const std::vector<double> q = dequantized(g.value);
+      const double exact = quad(l, q);
+      EXPECT_NEAR(g.value.report.output_error, exact, 1e-5 * exact);
+      for (std::size_t r = 0; r < l.rows; ++r)
+        for (std::size_t c = 0; c < 3; ++c) EXPECT_EQ(q[r * l.cols + c], 0.0);  // dead channels quantize to zero
     }
-    const std::vector<double> q = dequantized(g.value);
-    const double exact = quad(l, q);
-    EXPECT_NEAR(g.value.report.output_error, exact, 1e-5 * exact);
-    for (std::size_t r = 0; r < l.rows; ++r)
-      for (std::size_t c = 0; c < 3; ++c) EXPECT_EQ(q[r * l.cols + c], 0.0);  // dead channels quantize to zero
   }
 }
 

@@ -256,6 +256,49 @@ inline void gptq_reflect_upper(float* a, std::size_t n) noexcept {
     }
 }
 
+// The upper triangle of Ĥ = J P^T H P J into hw (n x n, ld n) from H's upper triangle alone:
+// Ĥ(i, j) = S(q_i, q_j), q_i = perm[n - 1 - i], S = H with its lower triangle taken from the
+// upper. slot[s] is the i with q_i = s. The rows of S are assembled 32 at a time in `strip`
+// (gptq_strip_rows x (n + 16)): left of the diagonal a row of S is a column of H, read as one
+// 128-byte run of each row of H above (prefetched 16 rows ahead); from the diagonal on it is a
+// row of H. Each strip row is then gathered into the row of Ĥ it becomes. H is read once, in
+// order. The strip's rows are n + 16 floats apart: n alone, a multiple of 1024 (4 KiB), would
+// put all 32 in one L1 set. 4096 columns, a random order, Zen 4: 17-23 ms, against 80-85 ms for the
+// element-wise gather this replaces (a column of H, a page, per element).
+constexpr std::size_t gptq_strip_rows = 32;
+inline std::size_t gptq_strip_ld(std::size_t n) noexcept { return n + 16; }
+
+inline void gptq_prefetch(const void* p) noexcept {
+#if defined(__GNUC__)
+  __builtin_prefetch(p);
+#else
+  (void)p;  // a hint only
+#endif
+}
+
+inline void gptq_permuted_upper(const float* h, std::size_t n, const std::size_t* perm, const std::size_t* slot,
+                                float* strip, float* hw) noexcept {
+  constexpr std::size_t rows = gptq_strip_rows, ahead = 16;
+  const std::size_t nn = n - 1, ld = gptq_strip_ld(n);
+  for (std::size_t s0 = 0; s0 < n; s0 += rows) {
+    const std::size_t m = n - s0 < rows ? n - s0 : rows;
+    for (std::size_t c = 0; c < s0; ++c) {
+      const float* hr = h + c * n + s0;
+      if (c + ahead < s0) gptq_prefetch(hr + ahead * n);
+      for (std::size_t k = 0; k < m; ++k) strip[k * ld + c] = hr[k];
+    }
+    for (std::size_t k = 0; k < m; ++k) {
+      const std::size_t s = s0 + k;
+      float* t = strip + k * ld;
+      for (std::size_t c = s0; c < s; ++c) t[c] = h[c * n + s];
+      std::copy(h + s * n + s, h + s * n + n, t + s);
+      const std::size_t i = slot[s];
+      float* out = hw + i * n;
+      for (std::size_t j = i; j < n; ++j) out[j] = t[perm[nn - j]];
+    }
+  }
+}
+
 // The GPTQ sweep and everything around it. w, h checked (shapes, buffers); fixed_scales /
 // fixed_zeros: a given grid [rows, groups] in the original group order (static), or null.
 inline result<gptq_output> gptq_run(const float* w, const float* h, const float* fixed_scales,
@@ -284,13 +327,15 @@ inline result<gptq_output> gptq_run(const float* w, const float* h, const float*
   std::unique_ptr<float[]> wk = allocate_buffer<float>(n);             // working W, permuted columns
   std::unique_ptr<float[]> hw = allocate_buffer<float>(cols * cols);   // permuted damped H, its factor, then V
   std::unique_ptr<std::size_t[]> perm = allocate_buffer<std::size_t>(cols);
+  std::unique_ptr<std::size_t[]> slot = allocate_buffer<std::size_t>(cols);  // perm's inverse, reversed
+  std::unique_ptr<float[]> strip = allocate_buffer<float>(gptq_strip_rows * gptq_strip_ld(cols));  // gptq_permuted_upper's
   std::unique_ptr<int_group_codec[]> codecs = allocate_buffer<int_group_codec>(rows * groups);
   const std::size_t bs = o.block_size < cols ? o.block_size : cols;
   std::unique_ptr<float[]> err = allocate_buffer<float>(rows * bs);  // a block's errors, [column][row]
   std::unique_ptr<double[]> row_loss = allocate_buffer<double>(rows);
   std::unique_ptr<std::uint8_t[]> row_status = allocate_buffer<std::uint8_t>(rows);
   std::unique_ptr<float[]> qv = o.report_error ? allocate_buffer<float>(n) : nullptr;
-  if (!wk || !hw || !perm || !codecs || !err || !row_loss || !row_status || (o.report_error && !qv) ||
+  if (!wk || !hw || !perm || !slot || !strip || !codecs || !err || !row_loss || !row_status || (o.report_error && !qv) ||
       !(r.status = out.codes.allocate(rows, cols)) || !(r.status = out.scales.allocate(rows, groups)) ||
       !(r.status = out.g_idx.allocate(1, cols)) ||
       (zeros_stored && !(r.status = out.zeros.allocate(rows, groups)))) {
@@ -355,14 +400,18 @@ inline result<gptq_output> gptq_run(const float* w, const float* h, const float*
   if (o.act_order)
     std::stable_sort(perm.get(), perm.get() + cols, [&](std::size_t a, std::size_t b) { return diag[a] > diag[b]; });
   const bool in_order = !o.act_order;  // perm is the identity
+  for (std::size_t i = 0; i < cols; ++i) slot[perm[i]] = cols - 1 - i;
   if (in_order && rep.dead_columns == 0) {
     std::copy(w, w + n, wk.get());
   } else {
-    for (std::size_t row = 0; row < rows; ++row)
-      for (std::size_t j = 0; j < cols; ++j) {
-        const std::size_t c = perm[j];
-        wk[row * cols + j] = dead(c) ? 0.0f : w[row * cols + c];
-      }
+    for (std::size_t row = 0; row < rows; ++row) {  // a gather within the row, dead columns after
+      const float* wr = w + row * cols;
+      float* wkr = wk.get() + row * cols;
+      for (std::size_t j = 0; j < cols; ++j) wkr[j] = wr[perm[j]];
+      if (rep.dead_columns != 0)
+        for (std::size_t j = 0; j < cols; ++j)
+          if (dead(perm[j])) wkr[j] = 0.0f;
+    }
   }
 
   // 4-5. dampening, H = U^T U, H^-1, H^-1 = V^T V; retried with more dampening on failure
@@ -377,7 +426,6 @@ inline result<gptq_output> gptq_run(const float* w, const float* h, const float*
     // H^-1 = (J R^-1 J)(J R^-T J): V = J R^-T J is the upper Cholesky factor of H^-1 (the one the
     // reference gets from cholesky(cholesky_inverse(cholesky(H)), upper)), at n^3 / 3 + n^3 / 3
     // multiply flops instead of 2 n^3, and one factorisation that can fail instead of two.
-    // In tiles: without act-order every read is H's transpose (a column of H per row of Ĥ).
     const std::size_t nn = cols - 1;
     auto reversed_copy = [&](auto kernel) -> status {
 #if LOWBIT_HAS_AVX512_LINALG
@@ -390,16 +438,7 @@ inline result<gptq_output> gptq_run(const float* w, const float* h, const float*
 #else
       (void)kernel;
 #endif
-      constexpr std::size_t tile = 64;
-      for (std::size_t i0 = 0; i0 < cols; i0 += tile)
-        for (std::size_t j0 = i0; j0 < cols; j0 += tile)
-          for (std::size_t i = i0; i < i0 + tile && i < cols; ++i) {
-            const std::size_t pi = perm[nn - i];
-            for (std::size_t j = i > j0 ? i : j0; j < j0 + tile && j < cols; ++j) {
-              const std::size_t pj = perm[nn - j];
-              hw[i * cols + j] = pi <= pj ? h[pi * cols + pj] : h[pj * cols + pi];
-            }
-          }
+      gptq_permuted_upper(h, cols, perm.get(), slot.get(), strip.get(), hw.get());
       return status{};
     };
     (void)detail::linalg_dispatch(reversed_copy);
