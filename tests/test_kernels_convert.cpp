@@ -423,6 +423,23 @@ TEST(KernelDispatch, EnvironmentSelectsACeiling) {
 
 // Known answers through the AVX2 path, in a full block and in the tail, so that a reference and a
 // kernel that agree on something wrong still fail.
+// The VBMI forms (convert/avx512.hpp's FP8 and FP6 decoders) run when the CPU has VBMI, the
+// avx512 path is active and LOWBIT_NO_VBMI is not set (ctest runs the decoders both ways).
+TEST(KernelDispatch, VbmiFollowsTheCpuThePathAndTheEnvironment) {
+#if LOWBIT_HAS_AVX512_KERNELS
+  const char* v = std::getenv("LOWBIT_NO_VBMI");
+  const bool forbidden = v != nullptr && std::string(v) != "" && std::string(v) != "0";
+  const bool cpu = lowbit::is_supported(isa::avx512) && __builtin_cpu_supports("avx512vbmi");
+  EXPECT_EQ(lowbit::detail::vbmi_allowed(), cpu && !forbidden);
+  {
+    const lowbit::scoped_isa use(isa::avx512);
+    EXPECT_EQ(lowbit::detail::use_avx512_vbmi(), cpu && !forbidden);
+  }
+#endif
+  const lowbit::scoped_isa use(isa::avx2);
+  EXPECT_FALSE(lowbit::detail::use_avx512_vbmi());
+}
+
 TEST(KernelDispatch, KnownAnswers) {
   REQUIRE_AVX2();
   const lowbit::scoped_isa use(isa::avx2);

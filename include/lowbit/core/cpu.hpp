@@ -13,6 +13,9 @@
 //   LOWBIT_FORCE_ISA=scalar|avx2|avx512  environment variable, read once: start on at most that
 //                                   path (the detected one when the CPU lacks it)
 //   LOWBIT_FORCE_SCALAR=1           the same as LOWBIT_FORCE_ISA=scalar (kept for old scripts)
+//   LOWBIT_NO_VBMI=1                on the avx512 path, leave AVX-512 VBMI unused (read once): the
+//                                   kernels that have a VBMI form (vpermi2b byte tables) take
+//                                   their F/BW/DQ/VL form, as on a CPU without VBMI
 //
 // Compile-time switches (define before including any lowbit header, the same in every TU):
 //   LOWBIT_SCALAR_ONLY   never compile or run SIMD code.
@@ -67,6 +70,10 @@
 #else
 #define LOWBIT_AVX512_INLINE LOWBIT_TARGET_AVX512 inline
 #endif
+// The kernels that also use AVX-512 VBMI (Intel Ice Lake, AMD Zen 4 and later), behind
+// detail::use_avx512_vbmi().
+#define LOWBIT_TARGET_AVX512_VBMI \
+  __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi")))
 #else
 #define LOWBIT_HAS_AVX512_KERNELS 0
 #endif
@@ -240,6 +247,23 @@ inline bool use_avx512() noexcept {
   return false;
 #endif
 }
+
+// Whether the CPU has AVX-512 VBMI and LOWBIT_NO_VBMI does not forbid it. Queried once.
+inline bool vbmi_allowed() noexcept {
+#if LOWBIT_HAS_AVX512_KERNELS
+  static const bool allowed = [] {
+    const char* v = environment_value("LOWBIT_NO_VBMI");
+    const bool forbidden = v != nullptr && v[0] != '\0' && !(v[0] == '0' && v[1] == '\0');
+    return cpu_isa() >= isa::avx512 && __builtin_cpu_supports("avx512vbmi") && !forbidden;
+  }();
+  return allowed;
+#else
+  return false;
+#endif
+}
+
+// True when a bulk call on the avx512 path should take its VBMI form, where it has one.
+inline bool use_avx512_vbmi() noexcept { return use_avx512() && vbmi_allowed(); }
 }  // namespace detail
 
 }  // namespace lowbit
