@@ -312,72 +312,132 @@ LOWBIT_AVX512_INLINE void store16(float* dst, __m512i v) {
     _mm512_storeu_si512(dst, v);
 }
 
-// 48 bytes of packed FP6 (four codes in three bytes, code k of a group at bit 6k) -> their 64
-// codes, a byte each, in order: each 128-bit lane takes the 12 bytes of its 16 codes (vpermd),
-// each dword the 3 bytes of a group (vpshufb), and code k of a dword moves to its byte k.
-LOWBIT_AVX512_INLINE __m512i sextet_code_bytes(__m512i packed) {
-  const __m512i lanes =
-      _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 1, 2, 0, 3, 4, 5, 0, 6, 7, 8, 0, 9, 10, 11, 0), packed);
-  const __m512i d = _mm512_shuffle_epi8(
-      lanes, _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, -1, 3, 4, 5, -1, 6, 7, 8, -1, 9, 10, 11, -1)));
-  const __m512i c01 = _mm512_or_si512(_mm512_and_si512(d, _mm512_set1_epi32(0x3F)),
-                                      _mm512_and_si512(_mm512_slli_epi32(d, 2), _mm512_set1_epi32(0x3F00)));
-  const __m512i c23 = _mm512_or_si512(_mm512_and_si512(_mm512_slli_epi32(d, 4), _mm512_set1_epi32(0x3F0000)),
-                                      _mm512_and_si512(_mm512_slli_epi32(d, 6), _mm512_set1_epi32(0x3F000000)));
-  return _mm512_or_si512(c01, c23);
+// 24 bytes of packed FP6 -> their 32 codes << 10 in 16-bit lanes, in order (the 512-bit form of
+// the AVX2 converters' load_sextet_words): 128-bit lane k takes bytes 6k..6k+7, the 8 codes it
+// holds (vpermw), each word the two bytes its code starts in (vpshufb), and a multiply moves the
+// code to the top: codes 4g + {0, 1, 2, 3} of a 3-byte group start at bits 0, 6, 4, 2 of their
+// first byte: 3 instructions per 32 codes. Reads the bytes `in` selects (24 when whole; the codes
+// of a tail beyond the loaded bytes come out as 0).
+LOWBIT_AVX512_INLINE __m512i sextet_words32(const std::uint8_t* src, __mmask64 in = 0xFFFFFF) {
+  const __m512i x = _mm512_permutexvar_epi16(
+      _mm512_setr_epi32(0x00010000, 0x00030002, 0, 0, 0x00040003, 0x00060005, 0, 0,  //
+                        0x00070006, 0x00090008, 0, 0, 0x000A0009, 0x000C000B, 0, 0),
+      _mm512_maskz_loadu_epi8(in, src));
+  const __m512i pairs = _mm512_shuffle_epi8(
+      x, _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 0, 1, 1, 2, 2, 3, 3, 4, 3, 4, 4, 5, 5, 6)));
+  return _mm512_mullo_epi16(pairs, _mm512_broadcast_i32x4(_mm_setr_epi16(1024, 16, 64, 256, 1024, 16, 64, 256)));
 }
 
-// The codes of elements i .. i + m - 1 (m <= 64; i a multiple of 4 when Sextets), a byte each,
-// zero beyond m: one code per byte (masked to the format's bits), or packed FP6.
-template <class F, bool Sextets>
-LOWBIT_AVX512_INLINE __m512i code_bytes(const std::uint8_t* src, std::size_t i, std::size_t m) {
-  if constexpr (Sextets) {
-    const std::size_t bytes = m >= 64 ? 48 : packed_bytes(m, 6);
-    return sextet_code_bytes(_mm512_maskz_loadu_epi8((__mmask64{1} << bytes) - 1u, src + i / 4 * 3));
-  } else {
-    const __mmask64 in = m >= 64 ? ~__mmask64{0} : (__mmask64{1} << m) - 1u;
-    return _mm512_and_si512(_mm512_maskz_loadu_epi8(in, src + i), _mm512_set1_epi8(static_cast<char>(F::code_mask)));
+// Where a decoder's streaming stores start: the first 64-byte aligned element of dst when it is
+// a multiple of `granule` (the elements a step may start at) and the output is beyond the
+// caches; n when not.
+inline std::size_t stream_start(const float* dst, std::size_t n, std::size_t granule) noexcept {
+  const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(dst);
+  if (n < avx2::stream_threshold_bytes / sizeof(float) || a % sizeof(float) != 0) return n;
+  const std::size_t k = ((64 - a % 64) % 64) / sizeof(float);
+  return k % granule == 0 ? k : n;
+}
+
+// The first m < 16 * Count of Count result vectors (a tail), masked.
+template <std::size_t Count>
+LOWBIT_AVX512_INLINE void store_tail(float* dst, std::size_t m, const __m512i (&out)[Count]) {
+  for (std::size_t k = 0; k < Count; ++k) {
+    const std::size_t have = m > 16 * k ? m - 16 * k : 0;
+    const __mmask16 mk = have >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << have) - 1u);
+    _mm512_mask_storeu_epi32(dst + 16 * k, mk, out[k]);
   }
 }
 
-template <class F, bool Sextets, bool Stream>
+// The codes of elements i .. i + m - 1 (m <= 64), a byte each (masked to the format's bits),
+// zero beyond m.
+template <class F>
+LOWBIT_AVX512_INLINE __m512i code_bytes(const std::uint8_t* src, std::size_t i, std::size_t m) {
+  const __mmask64 in = m >= 64 ? ~__mmask64{0} : (__mmask64{1} << m) - 1u;
+  return _mm512_and_si512(_mm512_maskz_loadu_epi8(in, src + i), _mm512_set1_epi8(static_cast<char>(F::code_mask)));
+}
+
+template <class F, bool Stream>
 LOWBIT_AVX512_INLINE void decode_range(const std::uint8_t* src, float* dst, std::size_t i, std::size_t n) {
   __m512i o0, o1, o2, o3;
   for (; i + 64 <= n; i += 64) {
-    f32_from_codes<F>(code_bytes<F, Sextets>(src, i, 64), &o0, &o1, &o2, &o3);
+    f32_from_codes<F>(code_bytes<F>(src, i, 64), &o0, &o1, &o2, &o3);
     store16<Stream>(dst + i, o0);
     store16<Stream>(dst + i + 16, o1);
     store16<Stream>(dst + i + 32, o2);
     store16<Stream>(dst + i + 48, o3);
   }
   if (i < n) {
-    const std::size_t m = n - i;
-    f32_from_codes<F>(code_bytes<F, Sextets>(src, i, m), &o0, &o1, &o2, &o3);
+    f32_from_codes<F>(code_bytes<F>(src, i, n - i), &o0, &o1, &o2, &o3);
     const __m512i out[4] = {o0, o1, o2, o3};
-    for (std::size_t k = 0; k < 4; ++k) {
-      const std::size_t have = m > 16 * k ? m - 16 * k : 0;
-      const __mmask16 mk = have >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << have) - 1u);
-      _mm512_mask_storeu_epi32(dst + i + 16 * k, mk, out[k]);
+    store_tail(dst + i, n - i, out);
+  }
+}
+
+template <class F>
+LOWBIT_TARGET_AVX512 void decode_loop(const std::uint8_t* src, float* dst, std::size_t n) noexcept {
+  const std::size_t k = stream_start(dst, n, 1);
+  decode_range<F, false>(src, dst, 0, k);
+  if (k < n) {
+    decode_range<F, true>(src, dst, k, n);
+    _mm_sfence();
+  }
+}
+
+// Packed FP6: 32 codes (24 bytes) a step as code << 10 in words (sextet_words32), the high half of
+// each code's float32 pattern from a 64-word table (vpermi2w reads 6 index bits; sign included;
+// from the scalar decoder: every FP6 value is a bfloat16 value), widened by vpmovzxwd and a
+// shift. About 10 instructions per 32 codes, where unpacking to bytes and the float16-twin route
+// took about 28 per 64.
+template <class F>
+struct fp6_words {
+  alignas(64) std::uint16_t w[64];
+};
+
+template <class F>
+const fp6_words<F>& fp6_words_of() noexcept {
+  static_assert(F::bits == 6 && F::mantissa_bits <= 7, "FP6 codes with bfloat16 values");
+  static const fp6_words<F> t = [] {
+    fp6_words<F> r;
+    minifloat<F> codes[64];
+    float values[64];
+    for (unsigned c = 0; c < 64; ++c) codes[c] = minifloat<F>::from_bits(static_cast<typename F::storage>(c));
+    scalar::decode(codes, values, 64);
+    for (unsigned c = 0; c < 64; ++c)
+      r.w[c] = static_cast<std::uint16_t>(lowbit::detail::bit_cast<std::uint32_t>(values[c]) >> 16);
+    return r;
+  }();
+  return t;
+}
+
+template <bool Stream>
+LOWBIT_AVX512_INLINE void decode_sextets_range(const std::uint8_t* src, float* dst, std::size_t i, std::size_t n,
+                                               __m512i t0, __m512i t1) {
+  for (; i < n; i += 32) {  // i: a multiple of 4
+    const std::size_t m = n - i;
+    const __mmask64 in = m >= 32 ? __mmask64{0xFFFFFF} : (__mmask64{1} << packed_bytes(m, 6)) - 1u;
+    const __m512i w = _mm512_permutex2var_epi16(t0, _mm512_srli_epi16(sextet_words32(src + i / 4 * 3, in), 10), t1);
+    const __m512i f0 = _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(w)), 16);
+    const __m512i f1 = _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(w, 1)), 16);
+    if (m >= 32) {
+      store16<Stream>(dst + i, f0);
+      store16<Stream>(dst + i + 16, f1);
+    } else {
+      const __m512i out[2] = {f0, f1};
+      store_tail(dst + i, m, out);
     }
   }
 }
 
-template <class F, bool Sextets>
-LOWBIT_TARGET_AVX512 void decode_loop(const std::uint8_t* src, float* dst, std::size_t n) noexcept {
-  // Streaming stores from the first 64-byte aligned element on (Sextets: if that element starts a
-  // group of four), for outputs beyond the caches.
-  std::size_t k = n;
-  const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(dst);
-  if (n >= avx2::stream_threshold_bytes / sizeof(float) && a % sizeof(float) == 0)
-    k = ((64 - a % 64) % 64) / sizeof(float);
-  if (Sextets && k % 4 != 0) k = n;
+template <class F>
+LOWBIT_TARGET_AVX512 void decode_sextets_loop(const std::uint8_t* src, float* dst, std::size_t n) noexcept {
+  const fp6_words<F>& t = fp6_words_of<F>();
+  const __m512i t0 = _mm512_load_si512(t.w), t1 = _mm512_load_si512(t.w + 32);
+  const std::size_t k = stream_start(dst, n, 4);  // a step starts a group of four codes
+  decode_sextets_range<false>(src, dst, 0, k, t0, t1);
   if (k < n) {
-    decode_range<F, Sextets, false>(src, dst, 0, k);
-    decode_range<F, Sextets, true>(src, dst, k, n);
+    decode_sextets_range<true>(src, dst, k, n, t0, t1);
     _mm_sfence();
-    return;
   }
-  decode_range<F, Sextets, false>(src, dst, 0, n);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -461,12 +521,7 @@ LOWBIT_TARGET_AVX512_VBMI inline void decode_vbmi_range(const std::uint8_t* src,
       store16<Stream>(dst + i + 48, o3);
     } else {
       const __m512i out[4] = {o0, o1, o2, o3};
-      for (std::size_t k = 0; k < 4; ++k) {
-        const std::size_t have = m > 16 * k ? m - 16 * k : 0;
-        const __mmask16 mk = have >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << have) - 1u);
-        _mm512_mask_storeu_epi32(dst + i + 16 * k, mk, out[k]);
-      }
-      return;
+      store_tail(dst + i, m, out);
     }
   }
 }
@@ -474,16 +529,12 @@ LOWBIT_TARGET_AVX512_VBMI inline void decode_vbmi_range(const std::uint8_t* src,
 template <vbmi_index Mode>
 LOWBIT_TARGET_AVX512_VBMI void decode_vbmi_loop(const std::uint8_t* src, float* dst, std::size_t n,
                                                 const vbmi_tables& t) noexcept {
-  // Streaming stores from the first 64-byte aligned element on, for outputs beyond the caches.
-  const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(dst);
-  if (n >= avx2::stream_threshold_bytes / sizeof(float) && a % sizeof(float) == 0) {
-    const std::size_t k = ((64 - a % 64) % 64) / sizeof(float);
-    decode_vbmi_range<Mode, false>(src, dst, 0, k, t);
-    decode_vbmi_range<Mode, true>(src + k, dst + k, 0, n - k, t);
+  const std::size_t k = stream_start(dst, n, 1);
+  decode_vbmi_range<Mode, false>(src, dst, 0, k, t);
+  if (k < n) {
+    decode_vbmi_range<Mode, true>(src, dst, k, n, t);
     _mm_sfence();
-    return;
   }
-  decode_vbmi_range<Mode, false>(src, dst, 0, n, t);
 }
 
 // false when the tables do not apply (a pattern with low bits set: not for any format here).
@@ -570,18 +621,12 @@ LOWBIT_TARGET_AVX512 void decode_table_loop(const std::uint8_t* src, float* dst,
   k.table = _mm512_loadu_si512(values);
   k.zero = _mm512_set1_epi32(static_cast<int>(lowbit::detail::bit_cast<std::uint32_t>(values[0])));
   k.nan = _mm512_set1_epi32(static_cast<int>(lowbit::detail::bit_cast<std::uint32_t>(values[1])));
-  std::size_t s = n;  // streaming stores from the first 64-byte aligned element (Packed: an even one)
-  const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(dst);
-  if (n >= avx2::stream_threshold_bytes / sizeof(float) && a % sizeof(float) == 0)
-    s = ((64 - a % 64) % 64) / sizeof(float);
-  if (Packed && s % 2 != 0) s = n;
+  const std::size_t s = stream_start(dst, n, Packed ? 2 : 1);  // Packed: a step starts a byte
+  decode_table_range<F, Packed, false>(src, dst, 0, s, k);
   if (s < n) {
-    decode_table_range<F, Packed, false>(src, dst, 0, s, k);
     decode_table_range<F, Packed, true>(src, dst, s, n, k);
     _mm_sfence();
-    return;
   }
-  decode_table_range<F, Packed, false>(src, dst, 0, n, k);
 }
 
 template <class F, bool Packed>
@@ -645,7 +690,7 @@ void decode(const minifloat<F>* src, float* dst, std::size_t n) noexcept {
       return;
   }
   if constexpr (detail::half_twin<F>::value)
-    detail::decode_loop<F, false>(reinterpret_cast<const std::uint8_t*>(src), dst, n);
+    detail::decode_loop<F>(reinterpret_cast<const std::uint8_t*>(src), dst, n);
   else
     detail::decode_table<F, false>(reinterpret_cast<const std::uint8_t*>(src), dst, n);
 }
@@ -653,15 +698,14 @@ void decode(const minifloat<F>* src, float* dst, std::size_t n) noexcept {
 // Packed FP4 (two codes per byte, low nibble first) and packed FP6 (four codes in three bytes).
 template <class T>
 struct can_decode_packed
-    : std::integral_constant<bool, T::format::bits == 4 ||
-                                       (T::format::bits == 6 && detail::half_twin<typename T::format>::value)> {};
+    : std::integral_constant<bool, T::format::bits == 4 || T::format::bits == 6> {};
 
 template <class T>
 void decode_packed(const std::uint8_t* src, float* dst, std::size_t n) noexcept {
   using F = typename T::format;
   static_assert(can_decode_packed<T>::value, "no AVX-512 kernel for this layout");
   if constexpr (F::bits == 6)
-    detail::decode_loop<F, true>(src, dst, n);
+    detail::decode_sextets_loop<F>(src, dst, n);
   else
     detail::decode_table<F, true>(src, dst, n);
 }

@@ -604,23 +604,8 @@ LOWBIT_TARGET_AVX512 inline void mx_dequantize_fp4(const In in_layout, std::size
   }
 }
 
-// 24 bytes of packed FP6 -> their 32 codes << 10 in 16-bit lanes, in order (the 512-bit form of
-// the AVX2 converters' load_sextet_words): 128-bit lane k takes bytes 6k..6k+7, the 8 codes it
-// holds (vpermw), each word the two bytes its code starts in (vpshufb), and a multiply moves the
-// code to the top: codes 4g + {0, 1, 2, 3} of a 3-byte group start at bits 0, 6, 4, 2 of their
-// first byte. 5 instructions where bytes first (sextet_code_bytes, then a widening) took 13 and
-// unpacked 64 codes to use 32. Reads exactly 24 bytes.
-LOWBIT_BLOCK512_INLINE __m512i sextet_words32(const std::uint8_t* src) {
-  const __m512i x = _mm512_permutexvar_epi16(
-      _mm512_setr_epi32(0x00010000, 0x00030002, 0, 0, 0x00040003, 0x00060005, 0, 0,  //
-                        0x00070006, 0x00090008, 0, 0, 0x000A0009, 0x000C000B, 0, 0),
-      _mm512_maskz_loadu_epi8(__mmask64{0xFFFFFF}, src));
-  const __m512i pairs = _mm512_shuffle_epi8(
-      x, _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 0, 1, 1, 2, 2, 3, 3, 4, 3, 4, 4, 5, 5, 6)));
-  return _mm512_mullo_epi16(pairs, _mm512_broadcast_i32x4(_mm_setr_epi16(1024, 16, 64, 256, 1024, 16, 64, 256)));
-}
-
-// MXFP6, planar: 32 codes (24 bytes) at a time, code << 10 in words (sextet_words32); the
+// MXFP6, planar: 32 codes (24 bytes) at a time, code << 10 in words (the converters'
+// sextet_words32); the
 // magnitudes looked up in the scale's row with one vpermw of code (it reads an index's low 5
 // bits), the sign (code bit 5) already at bit 15; float32 output is the word << 16.
 // The NaN scale fills the block with NaN, as the AVX2 kernel does.
@@ -641,7 +626,7 @@ LOWBIT_TARGET_AVX512 inline void mx_dequantize_fp6(const In in_layout, std::size
     }
     const __m512i row = _mm512_load_si512(table.row[sc]);
     for (std::size_t i = 0; i < bs; i += 32) {
-      const __m512i top = sextet_words32(in + i / 4 * 3);
+      const __m512i top = ::lowbit::kernels::avx512::detail::sextet_words32(in + i / 4 * 3);
       const __m512i w =
           _mm512_or_si512(_mm512_permutexvar_epi16(_mm512_srli_epi16(top, 10), row), _mm512_and_si512(top, sign));
       if constexpr (f32) {
