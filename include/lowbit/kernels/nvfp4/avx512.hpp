@@ -77,14 +77,19 @@ struct nvfp4_group16 {
   unsigned usable;  // blocks with D > 0 (as the reference tests it) and no NaN or Inf
 };
 
+// |x| of block j (16 values) as bit patterns.
+template <class Src>
+struct block16_abs {
+  const Src* x;
+  LOWBIT_BLOCK512_INLINE __m512i operator()(std::size_t j) const {
+    return _mm512_and_si512(load16(x + 16 * j), set1(0x7FFFFFFF));
+  }
+};
+
 template <class Src>
 LOWBIT_BLOCK512_INLINE nvfp4_group16 nvfp4_group_scales16(const Src* xg, std::size_t count,
                                                           const ::lowbit::nvfp4_options& o, float six_t) {
-  const __m512i abs_mask = set1(0x7FFFFFFF);
-  __m512i m[16];
-  for (std::size_t j = 0; j < 16; ++j)
-    m[j] = j < count ? _mm512_and_si512(load16(xg + 16 * j), abs_mask) : _mm512_setzero_si512();
-  const __m512i amax = reduce16_max(m);
+  const __m512i amax = reduce16_max(block16_abs<Src>{xg}, count);
   const __mmask16 bad = _mm512_cmpgt_epi32_mask(amax, set1(0x7F7FFFFF));
   const __m512 a = _mm512_castsi512_ps(_mm512_maskz_mov_epi32(static_cast<__mmask16>(~bad), amax));
   const __m512 t = _mm512_set1_ps(o.tensor_scale);
