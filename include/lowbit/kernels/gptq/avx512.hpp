@@ -53,20 +53,26 @@ inline void gptq_lane_set(gptq_lanes* lp, std::size_t l, const int_group_codec& 
 }
 
 // r[i][j] <- r[j][i]: a 16 x 16 transpose in registers, four rounds of 16 shuffles (pairs of
-// floats, pairs of pairs, then the 128-bit lanes twice).
+// floats, pairs of pairs, then the 128-bit lanes twice). Every loop over the arrays here and in
+// the callers runs a constant 16 (or 4) times and is unrolled, so that each array element is a
+// register: GCC -O2 left the loops rolled and the arrays on the stack, each round stored and
+// reloaded (slow wherever a 512-bit store is forwarded in halves, as on Zen 4).
 LOWBIT_AVX512_INLINE void gptq_transpose16(__m512 r[16]) noexcept {
   __m512 t[16];
+#pragma GCC unroll 16
   for (int i = 0; i < 16; i += 2) {  // t[i]: columns 0,1 | 4,5 | 8,9 | 12,13 of rows i, i + 1
     t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
     t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
   }
   __m512 u[16];  // u[4b + c]: rows 4b .. 4b + 3 of columns c, c + 4, c + 8, c + 12, one per lane
+#pragma GCC unroll 4
   for (int b = 0; b < 16; b += 4) {
     u[b] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[b]), _mm512_castps_pd(t[b + 2])));
     u[b + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[b]), _mm512_castps_pd(t[b + 2])));
     u[b + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[b + 1]), _mm512_castps_pd(t[b + 3])));
     u[b + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[b + 1]), _mm512_castps_pd(t[b + 3])));
   }
+#pragma GCC unroll 4
   for (int c = 0; c < 4; ++c) {  // column 4L + c: lane L of u[c], u[4 + c], u[8 + c], u[12 + c]
     const __m512 v0 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x88), v1 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xDD);
     const __m512 v2 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x88);
@@ -86,10 +92,13 @@ LOWBIT_TARGET_AVX512 LOWBIT_NOINLINE inline void gptq_load16(const float* w, std
     const std::size_t nc = nb - j0 < 16 ? nb - j0 : 16;
     const __mmask16 tail = kernels::avx512::int_detail::tail16(nc);
     __m512 r[16];
+#pragma GCC unroll 16
     for (std::size_t l = 0; l < 16; ++l)
       r[l] = l < nl ? _mm512_maskz_loadu_ps(tail, w + l * ldw + j0) : _mm512_setzero_ps();
     gptq_transpose16(r);
-    for (std::size_t c = 0; c < nc; ++c) _mm512_store_ps(wt + (j0 + c) * 16, r[c]);
+#pragma GCC unroll 16
+    for (std::size_t c = 0; c < 16; ++c)
+      if (c < nc) _mm512_store_ps(wt + (j0 + c) * 16, r[c]);
   }
 }
 
@@ -107,10 +116,13 @@ LOWBIT_TARGET_AVX512 LOWBIT_NOINLINE void gptq_rows16(const Src* src, std::size_
   for (std::size_t j0 = 0; j0 < nb; j0 += 16) {
     const std::size_t nc = nb - j0 < 16 ? nb - j0 : 16;
     __m512 r[16];
+#pragma GCC unroll 16
     for (std::size_t c = 0; c < 16; ++c) r[c] = c < nc ? _mm512_load_ps(s + (j0 + c) * 16) : _mm512_setzero_ps();
     gptq_transpose16(r);
     const __mmask16 tail = kernels::avx512::int_detail::tail16(nc);
-    for (std::size_t l = 0; l < nl; ++l) gptq_store_row(dst + l * ld + j0, tail, r[l]);
+#pragma GCC unroll 16
+    for (std::size_t l = 0; l < 16; ++l)
+      if (l < nl) gptq_store_row(dst + l * ld + j0, tail, r[l]);
   }
 }
 
@@ -130,9 +142,11 @@ LOWBIT_TARGET_AVX512 LOWBIT_NOINLINE inline void gptq_reversed_upper(const float
         continue;
       }
       __m512 r[16];  // r[b][a] = h[nn - j0 - b][nn - i0 - a]
+#pragma GCC unroll 16
       for (std::size_t b = 0; b < 16; ++b)
         r[b] = _mm512_permutexvar_ps(rev, _mm512_loadu_ps(h + (nn - j0 - b) * n + (nn - i0 - 15)));
       gptq_transpose16(r);
+#pragma GCC unroll 16
       for (std::size_t a = 0; a < 16; ++a) _mm512_storeu_ps(hw + (i0 + a) * n + j0, r[a]);
     }
 }
