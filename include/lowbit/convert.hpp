@@ -71,6 +71,13 @@ void encode_on(isa path, const From* src, T* dst, std::size_t n, const policy& p
       return;
     }
   }
+  if constexpr (kernels::avx512::can_convert16_vbmi<From, T>::value) {
+    if (path >= isa::avx512 && vbmi_allowed() && p.rm != rounding::stochastic &&
+        n >= kernels::avx512::detail::vbmi16_min_elements) {
+      kernels::avx512::convert16(src, dst, n, p);
+      return;
+    }
+  }
 #endif
 #if LOWBIT_HAS_AVX2_KERNELS
   if constexpr (kernels::avx2::can_encode<From, T>::value) {

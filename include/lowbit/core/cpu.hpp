@@ -74,6 +74,11 @@
 // detail::use_avx512_vbmi().
 #define LOWBIT_TARGET_AVX512_VBMI \
   __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi")))
+#if defined(__OPTIMIZE__)
+#define LOWBIT_AVX512_VBMI_INLINE LOWBIT_TARGET_AVX512_VBMI inline __attribute__((always_inline))
+#else
+#define LOWBIT_AVX512_VBMI_INLINE LOWBIT_TARGET_AVX512_VBMI inline
+#endif
 #else
 #define LOWBIT_HAS_AVX512_KERNELS 0
 #endif

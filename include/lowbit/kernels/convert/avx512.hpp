@@ -464,22 +464,38 @@ template <class F>
 struct vbmi_decodable : std::integral_constant<bool, F::is_signed && (F::bits == 8 || F::bits == 6) &&
                                                          F::mantissa_bits <= 7> {};
 
+// The 256 codes of F (bits above the code ignored), as minifloats.
+template <class F>
+void every_code(minifloat<F> (&codes)[256]) noexcept {
+  for (unsigned c = 0; c < 256; ++c) codes[c] = minifloat<F>::from_bits(static_cast<typename F::storage>(c & F::code_mask));
+}
+
+// The tables of 16-bit results, one per code.
+inline void fill_vbmi_tables(const std::uint16_t (&result)[256], vbmi_tables& r) noexcept {
+  for (unsigned c = 0; c < 256; ++c) {
+    r.lo[c] = static_cast<std::uint8_t>(result[c]);
+    r.hi[c] = static_cast<std::uint8_t>(result[c] >> 8);
+  }
+  r.signed_symmetric = true;
+  for (unsigned c = 0; c < 128; ++c)
+    r.signed_symmetric = r.signed_symmetric && r.lo[c | 0x80] == r.lo[c] && r.hi[c | 0x80] == (r.hi[c] | 0x80);
+}
+
 template <class F>
 const vbmi_tables& vbmi_tables_of() noexcept {
   static const vbmi_tables t = [] {
     vbmi_tables r;
     minifloat<F> codes[256];
     float values[256];
-    for (unsigned c = 0; c < 256; ++c) codes[c] = minifloat<F>::from_bits(static_cast<typename F::storage>(c & F::code_mask));
+    std::uint16_t high[256];
+    every_code(codes);
     scalar::decode(codes, values, 256);
     for (unsigned c = 0; c < 256; ++c) {
       const std::uint32_t u = lowbit::detail::bit_cast<std::uint32_t>(values[c]);
-      r.lo[c] = static_cast<std::uint8_t>(u >> 16);
-      r.hi[c] = static_cast<std::uint8_t>(u >> 24);
+      high[c] = static_cast<std::uint16_t>(u >> 16);
       r.bf16_exact = r.bf16_exact && (u & 0xFFFFu) == 0;
     }
-    for (unsigned c = 0; c < 128; ++c)
-      r.signed_symmetric = r.signed_symmetric && r.lo[c | 0x80] == r.lo[c] && r.hi[c | 0x80] == (r.hi[c] | 0x80);
+    fill_vbmi_tables(high, r);
     return r;
   }();
   return t;
@@ -489,28 +505,41 @@ const vbmi_tables& vbmi_tables_of() noexcept {
 // the sign, or two 128-entry halves.
 enum class vbmi_index { seven_bits, magnitude_and_sign, two_halves };
 
+// The tables in registers, and the low and high result bytes of 64 codes.
+struct vbmi_registers {
+  __m512i lo0, lo1, hi0, hi1, lo2, lo3, hi2, hi3;
+};
+LOWBIT_AVX512_VBMI_INLINE vbmi_registers vbmi_load(const vbmi_tables& t) {
+  return {_mm512_load_si512(t.lo),       _mm512_load_si512(t.lo + 64),  _mm512_load_si512(t.hi),
+          _mm512_load_si512(t.hi + 64),  _mm512_load_si512(t.lo + 128), _mm512_load_si512(t.lo + 192),
+          _mm512_load_si512(t.hi + 128), _mm512_load_si512(t.hi + 192)};
+}
+template <vbmi_index Mode>
+LOWBIT_AVX512_VBMI_INLINE void vbmi_lookup(__m512i c, const vbmi_registers& k, __m512i* lo, __m512i* hi) {
+  __m512i l = _mm512_permutex2var_epi8(k.lo0, c, k.lo1);
+  __m512i h = _mm512_permutex2var_epi8(k.hi0, c, k.hi1);
+  if constexpr (Mode == vbmi_index::magnitude_and_sign) {
+    h = _mm512_ternarylogic_epi32(h, c, _mm512_set1_epi8(static_cast<char>(0x80)), 0xF8);  // h | (c & 0x80)
+  } else if constexpr (Mode == vbmi_index::two_halves) {
+    const __mmask64 upper = _mm512_movepi8_mask(c);
+    l = _mm512_mask_blend_epi8(upper, l, _mm512_permutex2var_epi8(k.lo2, c, k.lo3));
+    h = _mm512_mask_blend_epi8(upper, h, _mm512_permutex2var_epi8(k.hi2, c, k.hi3));
+  }
+  *lo = l;
+  *hi = h;
+}
+
 template <vbmi_index Mode, bool Stream>
 LOWBIT_TARGET_AVX512_VBMI inline void decode_vbmi_range(const std::uint8_t* src, float* dst, std::size_t i,
                                                         std::size_t n, const vbmi_tables& t) {
-  const __m512i lo0 = _mm512_load_si512(t.lo), lo1 = _mm512_load_si512(t.lo + 64);
-  const __m512i hi0 = _mm512_load_si512(t.hi), hi1 = _mm512_load_si512(t.hi + 64);
-  const __m512i lo2 = _mm512_load_si512(t.lo + 128), lo3 = _mm512_load_si512(t.lo + 192);
-  const __m512i hi2 = _mm512_load_si512(t.hi + 128), hi3 = _mm512_load_si512(t.hi + 192);
+  const vbmi_registers k = vbmi_load(t);
   const __m512i transpose = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
   const __m512i zero = _mm512_setzero_si512();
   for (; i < n; i += 64) {
     const std::size_t m = n - i;
     const __mmask64 in = m >= 64 ? ~__mmask64{0} : (__mmask64{1} << m) - 1u;
-    const __m512i c = _mm512_permutexvar_epi32(transpose, _mm512_maskz_loadu_epi8(in, src + i));
-    __m512i l = _mm512_permutex2var_epi8(lo0, c, lo1);
-    __m512i h = _mm512_permutex2var_epi8(hi0, c, hi1);
-    if constexpr (Mode == vbmi_index::magnitude_and_sign) {
-      h = _mm512_ternarylogic_epi32(h, c, _mm512_set1_epi8(static_cast<char>(0x80)), 0xF8);  // h | (c & 0x80)
-    } else if constexpr (Mode == vbmi_index::two_halves) {
-      const __mmask64 upper = _mm512_movepi8_mask(c);
-      l = _mm512_mask_blend_epi8(upper, l, _mm512_permutex2var_epi8(lo2, c, lo3));
-      h = _mm512_mask_blend_epi8(upper, h, _mm512_permutex2var_epi8(hi2, c, hi3));
-    }
+    __m512i l, h;
+    vbmi_lookup<Mode>(_mm512_permutexvar_epi32(transpose, _mm512_maskz_loadu_epi8(in, src + i)), k, &l, &h);
     const __m512i w0 = _mm512_unpacklo_epi8(l, h), w1 = _mm512_unpackhi_epi8(l, h);
     const __m512i o0 = _mm512_unpacklo_epi16(zero, w0), o1 = _mm512_unpackhi_epi16(zero, w0);
     const __m512i o2 = _mm512_unpacklo_epi16(zero, w1), o3 = _mm512_unpackhi_epi16(zero, w1);
@@ -549,6 +578,75 @@ bool decode_vbmi(const std::uint8_t* src, float* dst, std::size_t n) noexcept {
   else
     decode_vbmi_loop<vbmi_index::two_halves>(src, dst, n, t);
   return true;
+}
+
+// Byte codes -> float16 or bfloat16 under any policy (the AVX2 path's "decoding into 16 bits"):
+// the table is the scalar converter's result for each of the 256 codes under that policy, so
+// it is the reference by construction; the default policy's table is built once, any other per
+// call (256 scalar conversions, about a microsecond: calls below vbmi16_min_elements keep the
+// AVX2 kernel). A vpermq puts qwords 0 4 1 5 2 6 3 7 in order for the byte unpacks: two
+// vpermi2b, two unpacks and two stores per 64 codes.
+constexpr std::size_t vbmi16_min_elements = 4096;
+
+inline bool is_default_policy(const policy& p) noexcept {
+  const policy d;
+  return p.ov == d.ov && p.rm == d.rm && p.nan_sign == d.nan_sign && p.nan_pattern == d.nan_pattern &&
+         p.inf == d.inf && p.nan_to_finite == d.nan_to_finite && p.unsigned_input == d.unsigned_input &&
+         p.unsigned_range == d.unsigned_range;
+}
+static_assert(sizeof(policy) == 8 * sizeof(rounding), "is_default_policy compares every field of policy");
+
+template <class F, class T16>
+void fill_vbmi16_tables(const policy& p, vbmi_tables& r) noexcept {
+  minifloat<F> codes[256];
+  T16 results[256];
+  std::uint16_t bits[256];
+  every_code(codes);
+  scalar::encode(codes, results, 256, p, nullptr);
+  for (unsigned c = 0; c < 256; ++c) bits[c] = results[c].bits();
+  fill_vbmi_tables(bits, r);
+}
+
+template <vbmi_index Mode>
+LOWBIT_TARGET_AVX512_VBMI void convert16_vbmi_loop(const std::uint8_t* src, std::uint16_t* dst, std::size_t n,
+                                                   const vbmi_tables& t) noexcept {
+  const vbmi_registers k = vbmi_load(t);
+  const __m512i order = _mm512_setr_epi64(0, 4, 1, 5, 2, 6, 3, 7);
+  for (std::size_t i = 0; i < n; i += 64) {
+    const std::size_t m = n - i;
+    const __mmask64 in = m >= 64 ? ~__mmask64{0} : (__mmask64{1} << m) - 1u;
+    __m512i l, h;
+    vbmi_lookup<Mode>(_mm512_permutexvar_epi64(order, _mm512_maskz_loadu_epi8(in, src + i)), k, &l, &h);
+    const __m512i w0 = _mm512_unpacklo_epi8(l, h), w1 = _mm512_unpackhi_epi8(l, h);
+    if (m >= 64) {
+      _mm512_storeu_si512(dst + i, w0);
+      _mm512_storeu_si512(dst + i + 32, w1);
+    } else {
+      _mm512_mask_storeu_epi16(dst + i, m >= 32 ? ~__mmask32{0} : (__mmask32{1} << m) - 1u, w0);
+      if (m > 32) _mm512_mask_storeu_epi16(dst + i + 32, (__mmask32{1} << (m - 32)) - 1u, w1);
+    }
+  }
+}
+
+template <class F, class T16>
+void convert16_vbmi(const minifloat<F>* src, T16* dst, std::size_t n, const policy& p) noexcept {
+  static const vbmi_tables defaults = [] {
+    vbmi_tables r;
+    fill_vbmi16_tables<F, T16>(policy{}, r);
+    return r;
+  }();
+  vbmi_tables own;
+  const bool is_default = is_default_policy(p);
+  if (!is_default) fill_vbmi16_tables<F, T16>(p, own);
+  const vbmi_tables& t = is_default ? defaults : own;
+  const auto* s = reinterpret_cast<const std::uint8_t*>(src);
+  auto* d = reinterpret_cast<std::uint16_t*>(dst);
+  if constexpr (F::bits < 8)
+    convert16_vbmi_loop<vbmi_index::seven_bits>(s, d, n, t);
+  else if (t.signed_symmetric)
+    convert16_vbmi_loop<vbmi_index::magnitude_and_sign>(s, d, n, t);
+  else
+    convert16_vbmi_loop<vbmi_index::two_halves>(s, d, n, t);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -693,6 +791,20 @@ void decode(const minifloat<F>* src, float* dst, std::size_t n) noexcept {
     detail::decode_loop<F>(reinterpret_cast<const std::uint8_t*>(src), dst, n);
   else
     detail::decode_table<F, false>(reinterpret_cast<const std::uint8_t*>(src), dst, n);
+}
+
+// Byte codes (FP8, unpacked FP6 and FP4, E8M0) into float16 / bfloat16 with VBMI, under every
+// policy but stochastic rounding (the callers check use of VBMI and n >= vbmi16_min_elements).
+template <class From, class T>
+struct can_convert16_vbmi : std::false_type {};
+template <class F, class T>
+struct can_convert16_vbmi<minifloat<F>, T>
+    : std::integral_constant<bool, (F::bits <= 8) && avx2::is_half_type<T>::value> {};
+
+template <class F, class T>
+void convert16(const minifloat<F>* src, T* dst, std::size_t n, const policy& p) noexcept {
+  static_assert(can_convert16_vbmi<minifloat<F>, T>::value, "no VBMI kernel for this pair");
+  detail::convert16_vbmi<F, T>(src, dst, n, p);
 }
 
 // Packed FP4 (two codes per byte, low nibble first) and packed FP6 (four codes in three bytes).
