@@ -566,17 +566,23 @@ LOWBIT_TARGET_AVX512_VBMI void decode_vbmi_loop(const std::uint8_t* src, float* 
   }
 }
 
+// Runs loop(mode) with the lookup mode F's codes and the tables call for.
+template <class F, class Loop>
+void with_vbmi_mode(const vbmi_tables& t, Loop loop) noexcept {
+  if constexpr (F::bits < 8)
+    loop(std::integral_constant<vbmi_index, vbmi_index::seven_bits>{});
+  else if (t.signed_symmetric)
+    loop(std::integral_constant<vbmi_index, vbmi_index::magnitude_and_sign>{});
+  else
+    loop(std::integral_constant<vbmi_index, vbmi_index::two_halves>{});
+}
+
 // false when the tables do not apply (a pattern with low bits set: not for any format here).
 template <class F>
 bool decode_vbmi(const std::uint8_t* src, float* dst, std::size_t n) noexcept {
   const vbmi_tables& t = vbmi_tables_of<F>();
   if (!t.bf16_exact) return false;
-  if constexpr (F::bits < 8)
-    decode_vbmi_loop<vbmi_index::seven_bits>(src, dst, n, t);
-  else if (t.signed_symmetric)
-    decode_vbmi_loop<vbmi_index::magnitude_and_sign>(src, dst, n, t);
-  else
-    decode_vbmi_loop<vbmi_index::two_halves>(src, dst, n, t);
+  with_vbmi_mode<F>(t, [&](auto mode) { decode_vbmi_loop<decltype(mode)::value>(src, dst, n, t); });
   return true;
 }
 
@@ -641,12 +647,7 @@ void convert16_vbmi(const minifloat<F>* src, T16* dst, std::size_t n, const poli
   const vbmi_tables& t = is_default ? defaults : own;
   const auto* s = reinterpret_cast<const std::uint8_t*>(src);
   auto* d = reinterpret_cast<std::uint16_t*>(dst);
-  if constexpr (F::bits < 8)
-    convert16_vbmi_loop<vbmi_index::seven_bits>(s, d, n, t);
-  else if (t.signed_symmetric)
-    convert16_vbmi_loop<vbmi_index::magnitude_and_sign>(s, d, n, t);
-  else
-    convert16_vbmi_loop<vbmi_index::two_halves>(s, d, n, t);
+  with_vbmi_mode<F>(t, [&](auto mode) { convert16_vbmi_loop<decltype(mode)::value>(s, d, n, t); });
 }
 
 // ------------------------------------------------------------------------------------------------
