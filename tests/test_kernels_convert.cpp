@@ -421,8 +421,6 @@ TEST(KernelDispatch, EnvironmentSelectsACeiling) {
   if (saved_scalar != nullptr) ::setenv("LOWBIT_FORCE_SCALAR", keep_scalar.c_str(), 1);
 }
 
-// Known answers through the AVX2 path, in a full block and in the tail, so that a reference and a
-// kernel that agree on something wrong still fail.
 // The VBMI forms (convert/avx512.hpp's FP8 and FP6 decoders) run when the CPU has VBMI, the
 // avx512 path is active and LOWBIT_NO_VBMI is not set (ctest runs the decoders both ways).
 TEST(KernelDispatch, VbmiFollowsTheCpuThePathAndTheEnvironment) {
@@ -440,6 +438,8 @@ TEST(KernelDispatch, VbmiFollowsTheCpuThePathAndTheEnvironment) {
   EXPECT_FALSE(lowbit::detail::use_avx512_vbmi());
 }
 
+// Known answers through the AVX2 path, in a full block and in the tail, so that a reference and a
+// kernel that agree on something wrong still fail.
 TEST(KernelDispatch, KnownAnswers) {
   REQUIRE_AVX2();
   const lowbit::scoped_isa use(isa::avx2);

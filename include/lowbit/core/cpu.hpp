@@ -168,13 +168,18 @@ inline bool same_text(const char* a, const char* b) noexcept {
   return *a == *b;
 }
 
+// Whether a flag variable is set: to anything but "" or "0".
+inline bool environment_flag(const char* name) noexcept {
+  const char* v = environment_value(name);
+  return v != nullptr && v[0] != '\0' && !(v[0] == '0' && v[1] == '\0');
+}
+
 inline int isa_forced_by_environment() noexcept {
   if (const char* v = environment_value("LOWBIT_FORCE_ISA")) {
     for (int i = 0; i <= static_cast<int>(isa::avx512); ++i)
       if (same_text(v, isa_name(static_cast<isa>(i)))) return i;
   }
-  const char* v = environment_value("LOWBIT_FORCE_SCALAR");
-  if (v != nullptr && v[0] != '\0' && !(v[0] == '0' && v[1] == '\0')) return static_cast<int>(isa::scalar);
+  if (environment_flag("LOWBIT_FORCE_SCALAR")) return static_cast<int>(isa::scalar);
   return -1;
 }
 
@@ -256,11 +261,8 @@ inline bool use_avx512() noexcept {
 // Whether the CPU has AVX-512 VBMI and LOWBIT_NO_VBMI does not forbid it. Queried once.
 inline bool vbmi_allowed() noexcept {
 #if LOWBIT_HAS_AVX512_KERNELS
-  static const bool allowed = [] {
-    const char* v = environment_value("LOWBIT_NO_VBMI");
-    const bool forbidden = v != nullptr && v[0] != '\0' && !(v[0] == '0' && v[1] == '\0');
-    return cpu_isa() >= isa::avx512 && __builtin_cpu_supports("avx512vbmi") && !forbidden;
-  }();
+  static const bool allowed =
+      cpu_isa() >= isa::avx512 && __builtin_cpu_supports("avx512vbmi") && !environment_flag("LOWBIT_NO_VBMI");
   return allowed;
 #else
   return false;

@@ -388,24 +388,35 @@ LOWBIT_TARGET_AVX512 void decode_loop(const std::uint8_t* src, float* dst, std::
 // from the scalar decoder: every FP6 value is a bfloat16 value), widened by vpmovzxwd and a
 // shift. About 10 instructions per 32 codes, where unpacking to bytes and the float16-twin route
 // took about 28 per 64.
+// The 256 codes of F (bits above the code ignored), as minifloats.
 template <class F>
-struct fp6_words {
-  alignas(64) std::uint16_t w[64];
+void every_code(minifloat<F> (&codes)[256]) noexcept {
+  for (unsigned c = 0; c < 256; ++c) codes[c] = minifloat<F>::from_bits(static_cast<typename F::storage>(c & F::code_mask));
+}
+
+// The high 16 bits of each code's float32 value, from the scalar decoder (the low 16 are zero
+// for the formats that use them: FP8 and FP6, whose values are all bfloat16 values).
+template <class F>
+struct high_halves {
+  alignas(64) std::uint16_t w[256];
 };
+template <class F>
+high_halves<F> float32_high_halves() noexcept {
+  static_assert(F::bits <= 8 && F::mantissa_bits <= 7, "codes with bfloat16 values");
+  high_halves<F> r;
+  minifloat<F> codes[256];
+  float values[256];
+  every_code(codes);
+  scalar::decode(codes, values, 256);
+  for (unsigned c = 0; c < 256; ++c)
+    r.w[c] = static_cast<std::uint16_t>(lowbit::detail::bit_cast<std::uint32_t>(values[c]) >> 16);
+  return r;
+}
 
 template <class F>
-const fp6_words<F>& fp6_words_of() noexcept {
-  static_assert(F::bits == 6 && F::mantissa_bits <= 7, "FP6 codes with bfloat16 values");
-  static const fp6_words<F> t = [] {
-    fp6_words<F> r;
-    minifloat<F> codes[64];
-    float values[64];
-    for (unsigned c = 0; c < 64; ++c) codes[c] = minifloat<F>::from_bits(static_cast<typename F::storage>(c));
-    scalar::decode(codes, values, 64);
-    for (unsigned c = 0; c < 64; ++c)
-      r.w[c] = static_cast<std::uint16_t>(lowbit::detail::bit_cast<std::uint32_t>(values[c]) >> 16);
-    return r;
-  }();
+const high_halves<F>& fp6_words_of() noexcept {
+  static_assert(F::bits == 6, "FP6 codes: the first 64 entries");
+  static const high_halves<F> t = float32_high_halves<F>();
   return t;
 }
 
@@ -430,7 +441,7 @@ LOWBIT_AVX512_INLINE void decode_sextets_range(const std::uint8_t* src, float* d
 
 template <class F>
 LOWBIT_TARGET_AVX512 void decode_sextets_loop(const std::uint8_t* src, float* dst, std::size_t n) noexcept {
-  const fp6_words<F>& t = fp6_words_of<F>();
+  const high_halves<F>& t = fp6_words_of<F>();
   const __m512i t0 = _mm512_load_si512(t.w), t1 = _mm512_load_si512(t.w + 32);
   const std::size_t k = stream_start(dst, n, 4);  // a step starts a group of four codes
   decode_sextets_range<false>(src, dst, 0, k, t0, t1);
@@ -450,13 +461,12 @@ LOWBIT_TARGET_AVX512 void decode_sextets_loop(const std::uint8_t* src, float* ds
 // (FNUZ: 0x80 is the NaN), a second pair of tables serves codes 128-255. A dword transpose
 // (vpermd) first puts the codes where two unpack levels (bytes to words, words to dwords) leave
 // them in element order. The twin route above spends two vcvtph2ps halves and a multiply per 16
-// values; this one is 10 instructions per 64 codes, at the store ceiling on Zen 4 (18.2 G elem/s
-// E4M3FN in cache against 10.7).
+// values; this one is 10 instructions per 64 codes, at 84-113 % of the AVX-512 int8 -> float32
+// loop on Zen 4 (E4M3FN 16.6 G elem/s in cache against 11.5; docs/performance.md "Zen 4").
 
 struct vbmi_tables {
   alignas(64) std::uint8_t lo[256];  // bits 16-23 of each code's float32 pattern
   alignas(64) std::uint8_t hi[256];  // bits 24-31
-  bool bf16_exact = true;            // every pattern's low 16 bits are zero
   bool signed_symmetric = true;      // 8-bit codes: code | 0x80 gives the code's pattern | sign
 };
 
@@ -464,14 +474,8 @@ template <class F>
 struct vbmi_decodable : std::integral_constant<bool, F::is_signed && (F::bits == 8 || F::bits == 6) &&
                                                          F::mantissa_bits <= 7> {};
 
-// The 256 codes of F (bits above the code ignored), as minifloats.
-template <class F>
-void every_code(minifloat<F> (&codes)[256]) noexcept {
-  for (unsigned c = 0; c < 256; ++c) codes[c] = minifloat<F>::from_bits(static_cast<typename F::storage>(c & F::code_mask));
-}
-
 // The tables of 16-bit results, one per code.
-inline void fill_vbmi_tables(const std::uint16_t (&result)[256], vbmi_tables& r) noexcept {
+inline void fill_vbmi_tables(const std::uint16_t* result, vbmi_tables& r) noexcept {
   for (unsigned c = 0; c < 256; ++c) {
     r.lo[c] = static_cast<std::uint8_t>(result[c]);
     r.hi[c] = static_cast<std::uint8_t>(result[c] >> 8);
@@ -485,17 +489,7 @@ template <class F>
 const vbmi_tables& vbmi_tables_of() noexcept {
   static const vbmi_tables t = [] {
     vbmi_tables r;
-    minifloat<F> codes[256];
-    float values[256];
-    std::uint16_t high[256];
-    every_code(codes);
-    scalar::decode(codes, values, 256);
-    for (unsigned c = 0; c < 256; ++c) {
-      const std::uint32_t u = lowbit::detail::bit_cast<std::uint32_t>(values[c]);
-      high[c] = static_cast<std::uint16_t>(u >> 16);
-      r.bf16_exact = r.bf16_exact && (u & 0xFFFFu) == 0;
-    }
-    fill_vbmi_tables(high, r);
+    fill_vbmi_tables(float32_high_halves<F>().w, r);
     return r;
   }();
   return t;
@@ -577,13 +571,10 @@ void with_vbmi_mode(const vbmi_tables& t, Loop loop) noexcept {
     loop(std::integral_constant<vbmi_index, vbmi_index::two_halves>{});
 }
 
-// false when the tables do not apply (a pattern with low bits set: not for any format here).
 template <class F>
-bool decode_vbmi(const std::uint8_t* src, float* dst, std::size_t n) noexcept {
+void decode_vbmi(const std::uint8_t* src, float* dst, std::size_t n) noexcept {
   const vbmi_tables& t = vbmi_tables_of<F>();
-  if (!t.bf16_exact) return false;
   with_vbmi_mode<F>(t, [&](auto mode) { decode_vbmi_loop<decltype(mode)::value>(src, dst, n, t); });
-  return true;
 }
 
 // Byte codes -> float16 or bfloat16 under any policy (the AVX2 path's "decoding into 16 bits"):
@@ -785,8 +776,10 @@ template <class F>
 void decode(const minifloat<F>* src, float* dst, std::size_t n) noexcept {
   static_assert(can_decode<F>::value, "no AVX-512 kernel for this format");
   if constexpr (detail::vbmi_decodable<F>::value) {
-    if (::lowbit::detail::use_avx512_vbmi() && detail::decode_vbmi<F>(reinterpret_cast<const std::uint8_t*>(src), dst, n))
+    if (::lowbit::detail::use_avx512_vbmi()) {
+      detail::decode_vbmi<F>(reinterpret_cast<const std::uint8_t*>(src), dst, n);
       return;
+    }
   }
   if constexpr (detail::half_twin<F>::value)
     detail::decode_loop<F>(reinterpret_cast<const std::uint8_t*>(src), dst, n);
