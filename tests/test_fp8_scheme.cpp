@@ -420,38 +420,51 @@ TEST(Fp8Reference, SixteenBitSources) {
   }
 }
 
-// Dequantization into 16-bit types rounds the float product as encode() does: nearest even,
-// saturating, the all-ones NaN. Every code of the format, under scales that keep the products in
-// range (the fast path), push them past float16's range, or deep into its subnormals.
+// Dequantization is decode(q) * s in float, and into 16-bit types that product rounded as
+// encode() does: nearest even, saturating, the all-ones NaN. Every code of the format, under
+// scales that keep the products in range (the fast path), push them past float16's range, deep
+// into its subnormals or float32's, or near float32's overflow (where the float16-twin route
+// cannot fold its power of two into the scale).
 template <class T>
-void check_sixteen_bit_destinations() {
+void check_every_code_dequantized() {
   // 1 + 2^-8 and 1 + 2^-11 put products of short codes exactly halfway between two bfloat16 or
   // float16 values: the ties of the rounding.
-  const std::vector<float> s = {1.0f, 3.0f, std::ldexp(1.0f, -20), 0.013f, 1.0f + std::ldexp(1.0f, -8),
-                                1.0f + std::ldexp(1.0f, -11)};
+  const std::vector<float> s = {1.0f,
+                                3.0f,
+                                std::ldexp(1.0f, -20),
+                                0.013f,
+                                1.0f + std::ldexp(1.0f, -8),
+                                1.0f + std::ldexp(1.0f, -11),
+                                std::ldexp(1.25f, -126),
+                                std::ldexp(1.0f, 120),
+                                std::ldexp(1.5f, 127),
+                                std::numeric_limits<float>::max()};
   const std::size_t rows = s.size(), cols = 256;
   std::vector<T> q(rows * cols);
   for (std::size_t i = 0; i < q.size(); ++i) q[i] = T::from_bits(static_cast<std::uint8_t>(i * 7 + i / cols));
   const fp8_options o = lb::fp8_presets::per_channel();
   for (lb::isa path : paths()) {
     const lb::scoped_isa use(path);
+    std::vector<float> y(q.size());
     std::vector<lb::bfloat16> yb(q.size());
     std::vector<lb::float16> yh(q.size());
+    ASSERT_TRUE(lb::fp8_dequantize(q.data(), s.data(), rows, cols, o, y.data()).ok());
     ASSERT_TRUE(lb::fp8_dequantize(q.data(), s.data(), rows, cols, o, yb.data()).ok());
     ASSERT_TRUE(lb::fp8_dequantize(q.data(), s.data(), rows, cols, o, yh.data()).ok());
     for (std::size_t i = 0; i < q.size(); ++i) {
       const float v = lb::decode(q[i]) * s[i / cols];
+      ASSERT_EQ(lowbit_test::float_bits(y[i]), lowbit_test::float_bits(v)) << i << " " << lb::isa_name(path);
       ASSERT_EQ(yb[i].bits(), lb::encode<lb::bfloat16>(v).bits()) << i << " " << lb::isa_name(path);
       ASSERT_EQ(yh[i].bits(), lb::encode<lb::float16>(v).bits()) << i << " " << lb::isa_name(path);
     }
   }
 }
 
-TEST(Fp8Reference, SixteenBitDestinations) {
-  check_sixteen_bit_destinations<lb::float8_e4m3fn>();
-  check_sixteen_bit_destinations<lb::float8_e5m2>();
-  check_sixteen_bit_destinations<lb::float8_e4m3fnuz>();
-  check_sixteen_bit_destinations<lb::float8_e5m2fnuz>();
+TEST(Fp8Reference, EveryCodeEveryDestination) {
+  check_every_code_dequantized<lb::float8_e4m3fn>();
+  check_every_code_dequantized<lb::float8_e5m2>();
+  check_every_code_dequantized<lb::float8_e4m3fnuz>();
+  check_every_code_dequantized<lb::float8_e5m2fnuz>();
   // Spot values: E5M2 57344 * 3 is beyond float16: its max 0x7BFF; Inf saturates too, as
   // encode's default policy does; a NaN code gives 0x7FFF.
   const lb::float8_e5m2 q[3] = {lb::float8_e5m2::from_bits(0x7B), lb::float8_e5m2::from_bits(0x7C),

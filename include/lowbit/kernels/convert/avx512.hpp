@@ -523,20 +523,30 @@ LOWBIT_AVX512_VBMI_INLINE void vbmi_lookup(__m512i c, const vbmi_registers& k, _
   *hi = h;
 }
 
+// 64 codes -> the float32 patterns of their values, 16 per vector in element order.
+template <vbmi_index Mode>
+LOWBIT_AVX512_VBMI_INLINE void vbmi_decode64(__m512i codes, const vbmi_registers& k, __m512i* o0, __m512i* o1,
+                                             __m512i* o2, __m512i* o3) {
+  const __m512i transpose = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  const __m512i zero = _mm512_setzero_si512();
+  __m512i l, h;
+  vbmi_lookup<Mode>(_mm512_permutexvar_epi32(transpose, codes), k, &l, &h);
+  const __m512i w0 = _mm512_unpacklo_epi8(l, h), w1 = _mm512_unpackhi_epi8(l, h);
+  *o0 = _mm512_unpacklo_epi16(zero, w0);
+  *o1 = _mm512_unpackhi_epi16(zero, w0);
+  *o2 = _mm512_unpacklo_epi16(zero, w1);
+  *o3 = _mm512_unpackhi_epi16(zero, w1);
+}
+
 template <vbmi_index Mode, bool Stream>
 LOWBIT_TARGET_AVX512_VBMI inline void decode_vbmi_range(const std::uint8_t* src, float* dst, std::size_t i,
                                                         std::size_t n, const vbmi_tables& t) {
   const vbmi_registers k = vbmi_load(t);
-  const __m512i transpose = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-  const __m512i zero = _mm512_setzero_si512();
   for (; i < n; i += 64) {
     const std::size_t m = n - i;
     const __mmask64 in = m >= 64 ? ~__mmask64{0} : (__mmask64{1} << m) - 1u;
-    __m512i l, h;
-    vbmi_lookup<Mode>(_mm512_permutexvar_epi32(transpose, _mm512_maskz_loadu_epi8(in, src + i)), k, &l, &h);
-    const __m512i w0 = _mm512_unpacklo_epi8(l, h), w1 = _mm512_unpackhi_epi8(l, h);
-    const __m512i o0 = _mm512_unpacklo_epi16(zero, w0), o1 = _mm512_unpackhi_epi16(zero, w0);
-    const __m512i o2 = _mm512_unpacklo_epi16(zero, w1), o3 = _mm512_unpackhi_epi16(zero, w1);
+    __m512i o0, o1, o2, o3;
+    vbmi_decode64<Mode>(_mm512_maskz_loadu_epi8(in, src + i), k, &o0, &o1, &o2, &o3);
     if (m >= 64) {  // (named, not an array: GCC -O2 keeps a loop's array in memory)
       store16<Stream>(dst + i, o0);
       store16<Stream>(dst + i + 16, o1);

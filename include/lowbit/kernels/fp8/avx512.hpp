@@ -10,9 +10,11 @@
 //                   (nearest-even and toward zero, simple policies), scales with a normal
 //                   reciprocal. Everything else (stochastic rounding, the other rounding modes,
 //                   per-lane limits, scales above 2^126) goes to the AVX2 kernel, from here.
-//  dequantize_tile  the float16-twin widening of the codes (vcvtph2ps of 16 lanes), times the
-//                   scale with the twin's power of two folded in, stored as float32 (streaming
-//                   from DRAM), or rounded to bfloat16 / float16 as encode() rounds.
+//  dequantize_tile  with VBMI, the codes' exact values looked up in byte tables (the conversion
+//                   decoder's vbmi_decode64) times the scale; without, the float16-twin widening
+//                   (vcvtph2ps of 16 lanes) times the scale with the twin's power of two folded in.
+//                   Stored as float32 (streaming from DRAM), or rounded to bfloat16 / float16 as
+//                   encode() rounds.
 //
 // Callers run them inside an IEEE scope (kernels/fp_env.hpp), as for the scalar reference.
 #ifndef LOWBIT_KERNELS_FP8_AVX512_HPP
@@ -212,38 +214,114 @@ LOWBIT_AVX512_INLINE bool special_codes(__m512i c) {
                                   _mm512_set1_epi8(static_cast<char>(F::max_bits))) != 0;
 }
 
+// 64 values times s into y; finite: the products are known finite and below a 16-bit
+// destination's overflow unless one of the codes c is NaN or Inf.
+template <bool Stream, class F, class Dst>
+LOWBIT_AVX512_INLINE void store64(Dst* y, __m512i c, __m512 v0, __m512 v1, __m512 v2, __m512 v3, __m512 s,
+                                  bool finite) {
+  if constexpr (!std::is_same<Dst, float>::value) {
+    if (finite && !special_codes<F>(c)) {
+      store16_finite(y, _mm512_mul_ps(v0, s));
+      store16_finite(y + 16, _mm512_mul_ps(v1, s));
+      store16_finite(y + 32, _mm512_mul_ps(v2, s));
+      store16_finite(y + 48, _mm512_mul_ps(v3, s));
+      return;
+    }
+  }
+  store16<Stream>(y, _mm512_mul_ps(v0, s));
+  store16<Stream>(y + 16, _mm512_mul_ps(v1, s));
+  store16<Stream>(y + 32, _mm512_mul_ps(v2, s));
+  store16<Stream>(y + 48, _mm512_mul_ps(v3, s));
+}
+
+// The first m < 64 of them.
+template <class Dst>
+LOWBIT_AVX512_INLINE void store_last(Dst* y, std::size_t m, __m512 v0, __m512 v1, __m512 v2, __m512 v3, __m512 s) {
+  Dst out[64];
+  store16<false>(out, _mm512_mul_ps(v0, s));
+  store16<false>(out + 16, _mm512_mul_ps(v1, s));
+  store16<false>(out + 32, _mm512_mul_ps(v2, s));
+  store16<false>(out + 48, _mm512_mul_ps(v3, s));
+  std::memcpy(static_cast<void*>(y), out, m * sizeof(Dst));
+}
+
+// Whether decode(c) * scale may be computed as v * (scale * factor) for values v = decode(c) /
+// factor, factor a power of two: the folded scale neither overflows nor is NaN. (Otherwise the
+// run is the reference's loop.)
+inline bool folds(float scale, float factor) noexcept { return scale * factor <= 0x1p127f; }
+
+// y = decode(q) * scale for one run of n codes, through the float16 twins (scale folded with the
+// twin's power of two).
 template <bool Stream, class T, class Dst>
-LOWBIT_AVX512_INLINE void dequantize_run(const T* q, std::size_t n, __m512 s, Dst* y, bool finite = false) {
+LOWBIT_TARGET_AVX512 inline void dequantize_run(const T* q, std::size_t n, float scale, Dst* y, bool finite) noexcept {
   using F = typename T::format;
+  constexpr float factor = avx2::detail::half_twin<F>::scale;
+  if (!folds(scale, factor)) return fp8_ref::dequantize_tile(q, n, 1, n, n, &scale, y);
+  const __m512 s = _mm512_set1_ps(scale * factor);
   std::size_t i = 0;
   __m512 v0, v1, v2, v3;
   for (; i + 64 <= n; i += 64) {
     const __m512i c = _mm512_loadu_si512(q + i);
     avx512::detail::twin_values<F>(c, &v0, &v1, &v2, &v3);
-    if constexpr (!std::is_same<Dst, float>::value) {
-      if (finite && !special_codes<F>(c)) {
-        store16_finite(y + i, _mm512_mul_ps(v0, s));
-        store16_finite(y + i + 16, _mm512_mul_ps(v1, s));
-        store16_finite(y + i + 32, _mm512_mul_ps(v2, s));
-        store16_finite(y + i + 48, _mm512_mul_ps(v3, s));
-        continue;
-      }
-    }
-    store16<Stream>(y + i, _mm512_mul_ps(v0, s));
-    store16<Stream>(y + i + 16, _mm512_mul_ps(v1, s));
-    store16<Stream>(y + i + 32, _mm512_mul_ps(v2, s));
-    store16<Stream>(y + i + 48, _mm512_mul_ps(v3, s));
+    store64<Stream, F>(y + i, c, v0, v1, v2, v3, s, finite);
   }
   if (i < n) {
-    const __mmask64 in = (__mmask64{1} << (n - i)) - 1u;
-    avx512::detail::twin_values<F>(_mm512_maskz_loadu_epi8(in, q + i), &v0, &v1, &v2, &v3);
-    Dst out[64];
-    store16<false>(out, _mm512_mul_ps(v0, s));
-    store16<false>(out + 16, _mm512_mul_ps(v1, s));
-    store16<false>(out + 32, _mm512_mul_ps(v2, s));
-    store16<false>(out + 48, _mm512_mul_ps(v3, s));
-    std::memcpy(static_cast<void*>(y + i), out, (n - i) * sizeof(Dst));
+    avx512::detail::twin_values<F>(_mm512_maskz_loadu_epi8((__mmask64{1} << (n - i)) - 1u, q + i), &v0, &v1, &v2, &v3);
+    store_last(y + i, n - i, v0, v1, v2, v3, s);
   }
+}
+
+// The same with VBMI: the codes' exact float32 values looked up (kernels/convert/avx512.hpp,
+// "Decoding with VBMI"), times the scale itself: the reference's product, operand for operand,
+// for every finite scale.
+template <bool Stream, avx512::detail::vbmi_index Mode, class T, class Dst>
+LOWBIT_TARGET_AVX512_VBMI inline void dequantize_run_vbmi(const T* q, std::size_t n, float scale, Dst* y, bool finite,
+                                                          const avx512::detail::vbmi_tables& t) noexcept {
+  using F = typename T::format;
+  const avx512::detail::vbmi_registers k = avx512::detail::vbmi_load(t);
+  const __m512 s = _mm512_set1_ps(scale);
+  std::size_t i = 0;
+  __m512i v0, v1, v2, v3;
+  for (; i + 64 <= n; i += 64) {
+    const __m512i c = _mm512_loadu_si512(q + i);
+    avx512::detail::vbmi_decode64<Mode>(c, k, &v0, &v1, &v2, &v3);
+    store64<Stream, F>(y + i, c, _mm512_castsi512_ps(v0), _mm512_castsi512_ps(v1), _mm512_castsi512_ps(v2),
+                       _mm512_castsi512_ps(v3), s, finite);
+  }
+  if (i < n) {
+    avx512::detail::vbmi_decode64<Mode>(_mm512_maskz_loadu_epi8((__mmask64{1} << (n - i)) - 1u, q + i), k, &v0, &v1,
+                                        &v2, &v3);
+    store_last(y + i, n - i, _mm512_castsi512_ps(v0), _mm512_castsi512_ps(v1), _mm512_castsi512_ps(v2),
+               _mm512_castsi512_ps(v3), s);
+  }
+}
+
+// The tile's runs as the AVX2 kernel walks them: run(stream, q, n, scale, y, finite) per block
+// run, stream a std::bool_constant. A float output streams from its first 64-byte aligned element;
+// a 16-bit one is `finite` where the block's largest value times its scale cannot overflow it.
+template <class T, class Dst, class Run>
+void dequantize_walk(const T* q, std::size_t ld, std::size_t rows, std::size_t cols, std::size_t block_cols,
+                     const float* scales, Dst* y, bool stream, Run run) noexcept {
+  const fp8_avx2::tile_walk t = fp8_avx2::walk_of(ld, rows, cols, block_cols);
+  const std::false_type plain;
+  for (std::size_t r = 0; r < t.rows; ++r)
+    for (std::size_t c = 0, j = 0; c < t.cols; c += t.block_cols, ++j) {
+      const std::size_t at = r * ld + c;
+      const std::size_t n = t.cols - c < t.block_cols ? t.cols - c : t.block_cols;
+      if constexpr (std::is_same<Dst, float>::value) {
+        if (stream) {
+          std::size_t head = 0;  // elements before the first 64-byte aligned output
+          while (head < n && (reinterpret_cast<std::uintptr_t>(y + at + head) & 63u) != 0) ++head;
+          run(plain, q + at, head, scales[j], y + at, false);
+          run(std::true_type{}, q + at + head, n - head, scales[j], y + at + head, false);
+          continue;
+        }
+      }
+      const float largest = static_cast<float>(std::numeric_limits<T>::max()) * scales[j];
+      const bool finite = std::is_same<Dst, float16>::value ? largest < 0x1p15f : largest < 0x1p127f;
+      run(plain, q + at, n, scales[j], y + at, finite);
+    }
+  if (stream) _mm_sfence();
 }
 
 }  // namespace detail
@@ -299,34 +377,26 @@ void quantize_tile(const From* x, std::size_t ld, std::size_t rows, std::size_t 
 }
 
 template <class T, class Dst>
-LOWBIT_TARGET_AVX512 void dequantize_tile(const T* q, std::size_t ld, std::size_t rows, std::size_t cols,
-                                          std::size_t block_cols, const float* scales, Dst* y, bool stream) noexcept {
+void dequantize_tile(const T* q, std::size_t ld, std::size_t rows, std::size_t cols, std::size_t block_cols,
+                     const float* scales, Dst* y, bool stream) noexcept {
   using F = typename T::format;
-  const tile_walk t = walk_of(ld, rows, cols, block_cols);
-  constexpr float factor = avx2::detail::half_twin<F>::scale;
-  for (std::size_t r = 0; r < t.rows; ++r)
-    for (std::size_t c = 0, j = 0; c < t.cols; c += t.block_cols, ++j) {
-      const std::size_t at = r * ld + c;
-      const std::size_t n = t.cols - c < t.block_cols ? t.cols - c : t.block_cols;
-      if (!(scales[j] * factor <= 0x1p127f)) {  // the folded scale would overflow: decode exactly, then scale
-        fp8_ref::dequantize_tile(q + at, n, 1, n, n, scales + j, y + at);
-        continue;
-      }
-      const __m512 s = _mm512_set1_ps(scales[j] * factor);
-      if constexpr (std::is_same<Dst, float>::value) {
-        if (stream) {
-          std::size_t head = 0;  // elements before the first 64-byte aligned output
-          while (head < n && (reinterpret_cast<std::uintptr_t>(y + at + head) & 63u) != 0) ++head;
-          detail::dequantize_run<false>(q + at, head, s, y + at);
-          detail::dequantize_run<true>(q + at + head, n - head, s, y + at + head);
-          continue;
-        }
-      }
-      const float largest = static_cast<float>(std::numeric_limits<T>::max()) * scales[j];
-      const bool finite = std::is_same<Dst, float16>::value ? largest < 0x1p15f : largest < 0x1p127f;
-      detail::dequantize_run<false>(q + at, n, s, y + at, finite);
+  if constexpr (avx512::detail::vbmi_decodable<F>::value) {
+    if (::lowbit::detail::use_avx512_vbmi()) {
+      const avx512::detail::vbmi_tables& t = avx512::detail::vbmi_tables_of<F>();
+      avx512::detail::with_vbmi_mode<F>(t, [&](auto mode) {
+        detail::dequantize_walk(q, ld, rows, cols, block_cols, scales, y, stream,
+                                [&](auto s, const T* qr, std::size_t n, float scale, Dst* yr, bool finite) {
+                                  detail::dequantize_run_vbmi<decltype(s)::value, decltype(mode)::value>(
+                                      qr, n, scale, yr, finite, t);
+                                });
+      });
+      return;
     }
-  if (stream) _mm_sfence();
+  }
+  detail::dequantize_walk(q, ld, rows, cols, block_cols, scales, y, stream,
+                          [](auto s, const T* qr, std::size_t n, float scale, Dst* yr, bool finite) {
+                            detail::dequantize_run<decltype(s)::value>(qr, n, scale, yr, finite);
+                          });
 }
 
 }  // namespace fp8_avx512
