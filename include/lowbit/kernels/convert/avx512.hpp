@@ -387,7 +387,7 @@ LOWBIT_TARGET_AVX512 void decode_loop(const std::uint8_t* src, float* dst, std::
 // each code's float32 pattern from a 64-word table (vpermi2w reads 6 index bits; sign included;
 // from the scalar decoder: every FP6 value is a bfloat16 value), widened by vpmovzxwd and a
 // shift. About 10 instructions per 32 codes, where unpacking to bytes and the float16-twin route
-// took about 28 per 64.
+// took about 28 per 64. (With VBMI, decode_sextets_vbmi below: 13 per 64.)
 // The 256 codes of F (bits above the code ignored), as minifloats.
 template <class F>
 void every_code(minifloat<F> (&codes)[256]) noexcept {
@@ -523,14 +523,20 @@ LOWBIT_AVX512_VBMI_INLINE void vbmi_lookup(__m512i c, const vbmi_registers& k, _
   *hi = h;
 }
 
-// 64 codes -> the float32 patterns of their values, 16 per vector in element order.
+// The lookup's order: dword d holds the four codes of dword (d % 4) * 4 + d / 4 of the input, so
+// that the two unpack levels below leave 16 results per vector in element order.
+LOWBIT_AVX512_INLINE __m512i vbmi_transposed(__m512i codes) {
+  return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), codes);
+}
+
+// 64 codes in the lookup's order -> the float32 patterns of their values, 16 per vector in
+// element order.
 template <vbmi_index Mode>
-LOWBIT_AVX512_VBMI_INLINE void vbmi_decode64(__m512i codes, const vbmi_registers& k, __m512i* o0, __m512i* o1,
+LOWBIT_AVX512_VBMI_INLINE void vbmi_decode64(__m512i transposed, const vbmi_registers& k, __m512i* o0, __m512i* o1,
                                              __m512i* o2, __m512i* o3) {
-  const __m512i transpose = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
   const __m512i zero = _mm512_setzero_si512();
   __m512i l, h;
-  vbmi_lookup<Mode>(_mm512_permutexvar_epi32(transpose, codes), k, &l, &h);
+  vbmi_lookup<Mode>(transposed, k, &l, &h);
   const __m512i w0 = _mm512_unpacklo_epi8(l, h), w1 = _mm512_unpackhi_epi8(l, h);
   *o0 = _mm512_unpacklo_epi16(zero, w0);
   *o1 = _mm512_unpackhi_epi16(zero, w0);
@@ -538,15 +544,50 @@ LOWBIT_AVX512_VBMI_INLINE void vbmi_decode64(__m512i codes, const vbmi_registers
   *o3 = _mm512_unpackhi_epi16(zero, w1);
 }
 
-template <vbmi_index Mode, bool Stream>
-LOWBIT_TARGET_AVX512_VBMI inline void decode_vbmi_range(const std::uint8_t* src, float* dst, std::size_t i,
-                                                        std::size_t n, const vbmi_tables& t) {
+// Where the codes of a decode step come from: codes(i, m) gives the codes of elements i .. i + m
+// - 1 (m <= 64) in the lookup's order, reading no byte beyond them.
+struct vbmi_byte_codes {  // a byte each
+  const std::uint8_t* src;
+  LOWBIT_AVX512_VBMI_INLINE __m512i operator()(std::size_t i, std::size_t m) const {
+    const __mmask64 in = m >= 64 ? ~__mmask64{0} : (__mmask64{1} << m) - 1u;
+    return vbmi_transposed(_mm512_maskz_loadu_epi8(in, src + i));
+  }
+};
+
+// Packed FP6 (i a multiple of 4): the 48 bytes of 64 codes, vpermb giving qword j the two 3-byte
+// groups that the lookup's order puts in its dwords 2j and 2j + 1, then vpmultishiftqb taking
+// byte k of each qword from its bits 6k .. 6k + 7: code k of the eight, in the low 6 bits (the
+// bits above are the next code's, which the 64-entry lookup ignores). Three instructions per 64
+// codes, where the word unpack (sextet_words32) takes three per 32 and a widening after.
+struct sextet_order {
+  alignas(64) std::uint8_t index[64]{};
+};
+constexpr sextet_order make_sextet_order() {
+  sextet_order r;
+  for (unsigned d = 0; d < 16; ++d) {
+    const unsigned group = (d % 4) * 4 + d / 4;  // vbmi_transposed's source dword
+    for (unsigned b = 0; b < 3; ++b) r.index[d / 2 * 8 + d % 2 * 3 + b] = static_cast<std::uint8_t>(3 * group + b);
+  }
+  return r;
+}
+struct vbmi_sextet_codes {
+  const std::uint8_t* src;
+  LOWBIT_AVX512_VBMI_INLINE __m512i operator()(std::size_t i, std::size_t m) const {
+    static constexpr sextet_order order = make_sextet_order();
+    const __mmask64 in = m >= 64 ? __mmask64{0xFFFFFFFFFFFF} : (__mmask64{1} << packed_bytes(m, 6)) - 1u;
+    const __m512i groups = _mm512_permutexvar_epi8(_mm512_load_si512(order.index), _mm512_maskz_loadu_epi8(in, src + i / 4 * 3));
+    return _mm512_multishift_epi64_epi8(_mm512_set1_epi64(0x2A241E18120C0600), groups);  // bytes 0, 6, ..., 42
+  }
+};
+
+template <vbmi_index Mode, bool Stream, class Codes>
+LOWBIT_TARGET_AVX512_VBMI inline void decode_vbmi_range(Codes codes, float* dst, std::size_t i, std::size_t n,
+                                                        const vbmi_tables& t) {
   const vbmi_registers k = vbmi_load(t);
   for (; i < n; i += 64) {
     const std::size_t m = n - i;
-    const __mmask64 in = m >= 64 ? ~__mmask64{0} : (__mmask64{1} << m) - 1u;
     __m512i o0, o1, o2, o3;
-    vbmi_decode64<Mode>(_mm512_maskz_loadu_epi8(in, src + i), k, &o0, &o1, &o2, &o3);
+    vbmi_decode64<Mode>(codes(i, m < 64 ? m : 64), k, &o0, &o1, &o2, &o3);
     if (m >= 64) {  // (named, not an array: GCC -O2 keeps a loop's array in memory)
       store16<Stream>(dst + i, o0);
       store16<Stream>(dst + i + 16, o1);
@@ -559,13 +600,14 @@ LOWBIT_TARGET_AVX512_VBMI inline void decode_vbmi_range(const std::uint8_t* src,
   }
 }
 
-template <vbmi_index Mode>
-LOWBIT_TARGET_AVX512_VBMI void decode_vbmi_loop(const std::uint8_t* src, float* dst, std::size_t n,
+// granule: the elements a step may start at (stream_start).
+template <vbmi_index Mode, class Codes>
+LOWBIT_TARGET_AVX512_VBMI void decode_vbmi_loop(Codes codes, float* dst, std::size_t n, std::size_t granule,
                                                 const vbmi_tables& t) noexcept {
-  const std::size_t k = stream_start(dst, n, 1);
-  decode_vbmi_range<Mode, false>(src, dst, 0, k, t);
+  const std::size_t k = stream_start(dst, n, granule);
+  decode_vbmi_range<Mode, false>(codes, dst, 0, k, t);
   if (k < n) {
-    decode_vbmi_range<Mode, true>(src, dst, k, n, t);
+    decode_vbmi_range<Mode, true>(codes, dst, k, n, t);
     _mm_sfence();
   }
 }
@@ -584,7 +626,13 @@ void with_vbmi_mode(const vbmi_tables& t, Loop loop) noexcept {
 template <class F>
 void decode_vbmi(const std::uint8_t* src, float* dst, std::size_t n) noexcept {
   const vbmi_tables& t = vbmi_tables_of<F>();
-  with_vbmi_mode<F>(t, [&](auto mode) { decode_vbmi_loop<decltype(mode)::value>(src, dst, n, t); });
+  with_vbmi_mode<F>(t, [&](auto mode) { decode_vbmi_loop<decltype(mode)::value>(vbmi_byte_codes{src}, dst, n, 1, t); });
+}
+
+template <class F>
+void decode_sextets_vbmi(const std::uint8_t* src, float* dst, std::size_t n) noexcept {
+  static_assert(F::bits == 6, "packed FP6");
+  decode_vbmi_loop<vbmi_index::seven_bits>(vbmi_sextet_codes{src}, dst, n, 4, vbmi_tables_of<F>());
 }
 
 // Byte codes -> float16 or bfloat16 under any policy (the AVX2 path's "decoding into 16 bits"):
@@ -820,9 +868,12 @@ template <class T>
 void decode_packed(const std::uint8_t* src, float* dst, std::size_t n) noexcept {
   using F = typename T::format;
   static_assert(can_decode_packed<T>::value, "no AVX-512 kernel for this layout");
-  if constexpr (F::bits == 6)
-    detail::decode_sextets_loop<F>(src, dst, n);
-  else
+  if constexpr (F::bits == 6) {
+    if (::lowbit::detail::use_avx512_vbmi())
+      detail::decode_sextets_vbmi<F>(src, dst, n);
+    else
+      detail::decode_sextets_loop<F>(src, dst, n);
+  } else
     detail::decode_table<F, true>(src, dst, n);
 }
 

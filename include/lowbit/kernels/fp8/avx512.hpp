@@ -284,13 +284,13 @@ LOWBIT_TARGET_AVX512_VBMI inline void dequantize_run_vbmi(const T* q, std::size_
   __m512i v0, v1, v2, v3;
   for (; i + 64 <= n; i += 64) {
     const __m512i c = _mm512_loadu_si512(q + i);
-    avx512::detail::vbmi_decode64<Mode>(c, k, &v0, &v1, &v2, &v3);
+    avx512::detail::vbmi_decode64<Mode>(avx512::detail::vbmi_transposed(c), k, &v0, &v1, &v2, &v3);
     store64<Stream, F>(y + i, c, _mm512_castsi512_ps(v0), _mm512_castsi512_ps(v1), _mm512_castsi512_ps(v2),
                        _mm512_castsi512_ps(v3), s, finite);
   }
   if (i < n) {
-    avx512::detail::vbmi_decode64<Mode>(_mm512_maskz_loadu_epi8((__mmask64{1} << (n - i)) - 1u, q + i), k, &v0, &v1,
-                                        &v2, &v3);
+    const __m512i c = _mm512_maskz_loadu_epi8((__mmask64{1} << (n - i)) - 1u, q + i);
+    avx512::detail::vbmi_decode64<Mode>(avx512::detail::vbmi_transposed(c), k, &v0, &v1, &v2, &v3);
     store_last(y + i, n - i, _mm512_castsi512_ps(v0), _mm512_castsi512_ps(v1), _mm512_castsi512_ps(v2),
                _mm512_castsi512_ps(v3), s);
   }
