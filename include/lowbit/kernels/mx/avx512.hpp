@@ -273,10 +273,18 @@ LOWBIT_BLOCK512_INLINE __m512i codes_in_order(__m512i n0, __m512i n1) {
   }
 }
 
+// The sign of a negative lane is kept unless its code is 0 and zeros are unsigned: one masked
+// compare with guard = zero_guard(signed_zero), 0 without signed zeros, all ones (which no code
+// equals) with them. (A branch on the option compiled, at -O2, to mask moves through a general
+// register per vector.)
+LOWBIT_BLOCK512_INLINE __m512i zero_guard(bool signed_zero) {
+  return signed_zero ? set1(-1) : _mm512_setzero_si512();
+}
+
 // avx2::detail::e2m1_nearest16 on 32 values: b0, b1 the bit patterns of v = x * 2^-s, s7 = s * 128
 // in every 16-bit lane. Complete codes (sign in bit 3) in planar or pair order.
 template <rounding RM, bool Planar>
-LOWBIT_BLOCK512_INLINE __m512i e2m1_nearest32(__m512i b0, __m512i b1, __m512i s7, bool signed_zero,
+LOWBIT_BLOCK512_INLINE __m512i e2m1_nearest32(__m512i b0, __m512i b1, __m512i s7, __m512i guard,
                                                const e2m1_consts16& c) {
   static_assert(is_nearest<RM>(), "a nearest mode");
   const __m512i hw = sticky_high_halves<Planar>(b0, b1, c);
@@ -290,22 +298,20 @@ LOWBIT_BLOCK512_INLINE __m512i e2m1_nearest32(__m512i b0, __m512i b1, __m512i s7
   const __m512i below_one = _mm512_mask_mov_epi16(_mm512_maskz_mov_epi16(_mm512_cmpgt_epi16_mask(k, c.sub_lo), c.one16),
                                                   _mm512_cmpgt_epi16_mask(k, c.sub_hi), c.two16);
   const __m512i n = _mm512_max_epi16(normal, below_one);
-  __mmask32 neg = _mm512_movepi16_mask(hw);
-  if (!signed_zero) neg &= _mm512_test_epi16_mask(n, n);
+  const __mmask32 neg = _mm512_mask_cmpneq_epi16_mask(_mm512_movepi16_mask(hw), n, guard);
   return _mm512_mask_add_epi16(n, neg, n, c.eight16);
 }
 
 // The same under a directed rounding, through the shift encoder (e: the block's constants).
 template <rounding RM, bool Planar>
-LOWBIT_BLOCK512_INLINE __m512i e2m1_directed32(__m512i b0, __m512i b1, const enc_block16& e, bool signed_zero,
+LOWBIT_BLOCK512_INLINE __m512i e2m1_directed32(__m512i b0, __m512i b1, const enc_block16& e, __m512i guard,
                                                 const e2m1_consts16& c) {
   using F = formats::e2m1fn;
   const __m512i abs_mask = set1(0x7FFFFFFF);
   const __m512i n0 = encode_magnitude16<F, RM>(_mm512_and_si512(b0, abs_mask), _mm512_movepi32_mask(b0), e);
   const __m512i n1 = encode_magnitude16<F, RM>(_mm512_and_si512(b1, abs_mask), _mm512_movepi32_mask(b1), e);
   const __m512i n = codes_in_order<Planar>(n0, n1);
-  __mmask32 neg = _mm512_movepi16_mask(high_halves32<Planar>(b0, b1));
-  if (!signed_zero) neg &= _mm512_test_epi16_mask(n, n);
+  const __mmask32 neg = _mm512_mask_cmpneq_epi16_mask(_mm512_movepi16_mask(high_halves32<Planar>(b0, b1)), n, guard);
   return _mm512_mask_add_epi16(n, neg, n, c.eight16);
 }
 
@@ -352,7 +358,7 @@ LOWBIT_BLOCK512_INLINE void store_e2m1_split16(std::uint8_t* dst, __m512i w) {
 // through the shift encoder (avx2::detail::mx_encode8 on 16 lanes), stored with vpmovdb.
 
 template <class Fmt, rounding RM>
-LOWBIT_BLOCK512_INLINE __m512i mx_encode16(__m512i b, const enc_block16& e, bool signed_zero) {
+LOWBIT_BLOCK512_INLINE __m512i mx_encode16(__m512i b, const enc_block16& e, __m512i guard) {
   using traits = mx_element_traits<Fmt>;
   using F = typename traits::spec;
   const __m512i a = _mm512_and_si512(b, set1(0x7FFFFFFF));
@@ -361,22 +367,21 @@ LOWBIT_BLOCK512_INLINE __m512i mx_encode16(__m512i b, const enc_block16& e, bool
   if constexpr (traits::is_int8) {
     return _mm512_and_si512(_mm512_mask_sub_epi32(n, neg, _mm512_setzero_si512(), n), set1(0xFF));
   } else {
-    const __mmask16 sneg = signed_zero ? neg : static_cast<__mmask16>(neg & _mm512_test_epi32_mask(n, n));
-    return _mm512_mask_or_epi32(n, sneg, n, set1(static_cast<int>(F::sign_mask)));
+    return _mm512_mask_or_epi32(n, _mm512_mask_cmpneq_epi32_mask(neg, n, guard), n,
+                                set1(static_cast<int>(F::sign_mask)));
   }
 }
 
 template <class Fmt, rounding RM, class Src>
 LOWBIT_BLOCK512_INLINE void mx_encode_block_fp8(const Src* x, std::uint8_t* out, std::size_t block_size,
-                                                 const std::int32_t& s_pair, bool signed_zero) {
+                                                 const std::int32_t& s_pair, __m512i guard) {
   const enc_block16 e =
       make_enc_block16<typename mx_element_traits<Fmt>::spec>(_mm512_srai_epi32(_mm512_set1_epi32(s_pair), 23));
   for (std::size_t i = 0; i < block_size; i += 32) {
-    const __m128i c0 = _mm512_cvtepi32_epi8(mx_encode16<Fmt, RM>(load16(x + i), e, signed_zero));
-    const __m128i c1 = _mm512_cvtepi32_epi8(mx_encode16<Fmt, RM>(load16(x + i + 16), e, signed_zero));
+    const __m128i c0 = _mm512_cvtepi32_epi8(mx_encode16<Fmt, RM>(load16(x + i), e, guard));
+    const __m128i c1 = _mm512_cvtepi32_epi8(mx_encode16<Fmt, RM>(load16(x + i + 16), e, guard));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm256_inserti128_si256(_mm256_castsi128_si256(c0), c1, 1));
-  }
-}
+  }}
 
 // MXFP6: 16 codes (one per dword, < 64) -> 12 bytes, code k at bits 6k..6k+5 of each 3-byte
 // group (core/packing.hpp): each 128-bit lane holds one group of four codes, shifted by 0, 6,
@@ -393,11 +398,11 @@ LOWBIT_BLOCK512_INLINE void store_fp6_16(std::uint8_t* dst, __m512i codes) {
 
 template <class Fmt, rounding RM, class Src>
 LOWBIT_BLOCK512_INLINE void mx_encode_block_fp6(const Src* x, std::uint8_t* out, std::size_t block_size,
-                                                 const std::int32_t& s_pair, bool signed_zero) {
+                                                 const std::int32_t& s_pair, __m512i guard) {
   const enc_block16 e =
       make_enc_block16<typename mx_element_traits<Fmt>::spec>(_mm512_srai_epi32(_mm512_set1_epi32(s_pair), 23));
   for (std::size_t i = 0; i < block_size; i += 16)
-    store_fp6_16(out + i / 4 * 3, mx_encode16<Fmt, RM>(load16(x + i), e, signed_zero));
+    store_fp6_16(out + i / 4 * 3, mx_encode16<Fmt, RM>(load16(x + i), e, guard));
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -407,11 +412,11 @@ LOWBIT_BLOCK512_INLINE void mx_encode_block_fp6(const Src* x, std::uint8_t* out,
 // costs no shuffle uop, where a 16-bit broadcast would).
 template <rounding RM, bool Split, class Src>
 LOWBIT_BLOCK512_INLINE void mx_encode_block_fp4(const Src* x, std::uint8_t* out, std::size_t block_size,
-                                                 const std::int32_t& s_pair, bool signed_zero, const e2m1_consts16& c) {
+                                                 const std::int32_t& s_pair, __m512i guard, const e2m1_consts16& c) {
   if constexpr (is_nearest<RM>()) {
     const __m512i s7 = _mm512_set1_epi32(s_pair);
     for (std::size_t i = 0; i < block_size; i += 32) {
-      const __m512i w = e2m1_nearest32<RM, !Split>(load16(x + i), load16(x + i + 16), s7, signed_zero, c);
+      const __m512i w = e2m1_nearest32<RM, !Split>(load16(x + i), load16(x + i + 16), s7, guard, c);
       if constexpr (Split) {
         store_e2m1_split32(out + i / 2, w);
       } else {
@@ -421,7 +426,7 @@ LOWBIT_BLOCK512_INLINE void mx_encode_block_fp4(const Src* x, std::uint8_t* out,
   } else {
     const enc_block16 e = make_enc_block16<formats::e2m1fn>(_mm512_srai_epi32(_mm512_set1_epi32(s_pair), 23));
     for (std::size_t i = 0; i < block_size; i += 32) {
-      const __m512i w = e2m1_directed32<RM, !Split>(load16(x + i), load16(x + i + 16), e, signed_zero, c);
+      const __m512i w = e2m1_directed32<RM, !Split>(load16(x + i), load16(x + i + 16), e, guard, c);
       if constexpr (Split) {
         store_e2m1_split32(out + i / 2, w);
       } else {
@@ -460,7 +465,7 @@ LOWBIT_TARGET_AVX512 inline bool mx_quantize_rm(const Src* src, std::size_t bloc
   static_assert(!split || fp4, "split halves hold FP4 codes");
   const std::size_t bs = o.block_size;
   const ::lowbit::e8m0_rule rule = o.scale_rule;
-  const bool signed_zero = o.signed_zero;
+  const __m512i guard = zero_guard(o.signed_zero);
   const std::size_t block_bytes = bs * Fmt::element_bits / 8;
   const e2m1_consts16 c = make_e2m1_consts16<RM>();
   bool non_finite = false;
@@ -484,11 +489,11 @@ LOWBIT_TARGET_AVX512 inline bool mx_quantize_rm(const Src* src, std::size_t bloc
                                                _mm512_slli_epi32(s, 23)));
     for (std::size_t j = 0; j < count; ++j) {
       if constexpr (fp4) {
-        mx_encode_block_fp4<RM, split>(xg + j * bs, out.element_ptr(g + j), bs, s_lane[j], signed_zero, c);
+        mx_encode_block_fp4<RM, split>(xg + j * bs, out.element_ptr(g + j), bs, s_lane[j], guard, c);
       } else if constexpr (fp6) {
-        mx_encode_block_fp6<Fmt, RM>(xg + j * bs, out.element_ptr(g + j), bs, s_lane[j], signed_zero);
+        mx_encode_block_fp6<Fmt, RM>(xg + j * bs, out.element_ptr(g + j), bs, s_lane[j], guard);
       } else {
-        mx_encode_block_fp8<Fmt, RM>(xg + j * bs, out.element_ptr(g + j), bs, s_lane[j], signed_zero);
+        mx_encode_block_fp8<Fmt, RM>(xg + j * bs, out.element_ptr(g + j), bs, s_lane[j], guard);
       }
     }
     const unsigned nan_mask = _mm512_cmpeq_epi32_mask(codes, set1(0xFF));

@@ -109,14 +109,14 @@ LOWBIT_BLOCK512_INLINE nvfp4_group16 nvfp4_group_scales16(const Src* xg, std::si
 // Two blocks (v0: block A, v1: block B) with effective scales dA, dB -> their codes in planar
 // or pair order (kernels/mx/avx512.hpp): encode(v / D) with the reference's float32 division.
 template <rounding RM, bool Planar>
-LOWBIT_BLOCK512_INLINE __m512i nvfp4_encode32(__m512i v0, __m512i v1, __m512 d0, __m512 d1, bool signed_zero,
+LOWBIT_BLOCK512_INLINE __m512i nvfp4_encode32(__m512i v0, __m512i v1, __m512 d0, __m512 d1, __m512i guard,
                                               const e2m1_consts16& c) {
   const __m512i q0 = _mm512_castps_si512(_mm512_div_ps(_mm512_castsi512_ps(v0), d0));
   const __m512i q1 = _mm512_castps_si512(_mm512_div_ps(_mm512_castsi512_ps(v1), d1));
   if constexpr (is_nearest<RM>()) {
-    return e2m1_nearest32<RM, Planar>(q0, q1, _mm512_setzero_si512(), signed_zero, c);
+    return e2m1_nearest32<RM, Planar>(q0, q1, _mm512_setzero_si512(), guard, c);
   } else {
-    return e2m1_directed32<RM, Planar>(q0, q1, make_enc_block16<formats::e2m1fn>(_mm512_setzero_si512()), signed_zero, c);
+    return e2m1_directed32<RM, Planar>(q0, q1, make_enc_block16<formats::e2m1fn>(_mm512_setzero_si512()), guard, c);
   }
 }
 
@@ -150,6 +150,7 @@ LOWBIT_TARGET_AVX512 inline bool nvfp4_quantize_rm(const Src* src, std::size_t b
   const e2m1_consts16 c = make_e2m1_consts16<RM>();
   const float six_t = 6.0f * o.tensor_scale;  // the reference's (6.0f * t.value)
   const bool signed_zero = o.signed_zero;
+  const __m512i guard = zero_guard(signed_zero);
   bool non_finite = false;
   alignas(64) float d_lane[16];
   if (blocks == 0) return false;
@@ -180,7 +181,7 @@ LOWBIT_TARGET_AVX512 inline bool nvfp4_quantize_rm(const Src* src, std::size_t b
       const __m512i v0 = load16(xg + 16 * k);
       const __m512i v1 = pair ? load16(xg + 16 * k + 16) : _mm512_setzero_si512();
       __m512i w = nvfp4_encode32<RM, !Out::split>(v0, v1, _mm512_set1_ps(d_lane[k]), _mm512_set1_ps(pair ? d_lane[k + 1] : 1.0f),
-                                     signed_zero, c);
+                                     guard, c);
       if (!all_usable) {
         const unsigned ua = (cur.usable >> k) & 1u, ub = pair ? (cur.usable >> (k + 1)) & 1u : 1u;
         if (!(ua && ub)) {
