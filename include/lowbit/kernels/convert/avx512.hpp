@@ -554,29 +554,36 @@ struct vbmi_byte_codes {  // a byte each
   }
 };
 
-// Packed FP6 (i a multiple of 4): the 48 bytes of 64 codes, vpermb giving qword j the two 3-byte
-// groups that the lookup's order puts in its dwords 2j and 2j + 1, then vpmultishiftqb taking
-// byte k of each qword from its bits 6k .. 6k + 7: code k of the eight, in the low 6 bits (the
-// bits above are the next code's, which the 64-entry lookup ignores). Three instructions per 64
-// codes, where the word unpack (sextet_words32) takes three per 32 and a widening after.
+// Packed FP6 (i a multiple of 4): the 48 bytes of 64 codes, vpermb giving each qword the two
+// 3-byte groups whose codes an order puts in its two dwords, then vpmultishiftqb taking byte k of
+// each qword from its bits 6k .. 6k + 7: code k of the eight, in the low 6 bits (the bits above
+// are the next code's, which a 64-entry lookup ignores). Three instructions per 64 codes, where
+// the word unpack (sextet_words32) takes three per 32 and a widening after. The orders: the
+// lookup's (vbmi_transposed) for float32 results, and the qword order 0 4 1 5 2 6 3 7 that two
+// byte unpacks of 16-bit results undo.
 struct sextet_order {
   alignas(64) std::uint8_t index[64]{};
 };
-constexpr sextet_order make_sextet_order() {
+constexpr sextet_order make_sextet_order(bool transposed) {
   sextet_order r;
-  for (unsigned d = 0; d < 16; ++d) {
-    const unsigned group = (d % 4) * 4 + d / 4;  // vbmi_transposed's source dword
+  constexpr unsigned qwords[8] = {0, 4, 1, 5, 2, 6, 3, 7};
+  for (unsigned d = 0; d < 16; ++d) {  // dword d takes the codes of 3-byte group `group`
+    const unsigned group = transposed ? (d % 4) * 4 + d / 4 : 2 * qwords[d / 2] + d % 2;
     for (unsigned b = 0; b < 3; ++b) r.index[d / 2 * 8 + d % 2 * 3 + b] = static_cast<std::uint8_t>(3 * group + b);
   }
   return r;
 }
+// The codes of the bytes `in` selects (48 when whole) at src, in `order`.
+LOWBIT_AVX512_VBMI_INLINE __m512i sextets_in_order(const std::uint8_t* src, __mmask64 in, const sextet_order& order) {
+  const __m512i groups = _mm512_permutexvar_epi8(_mm512_load_si512(order.index), _mm512_maskz_loadu_epi8(in, src));
+  return _mm512_multishift_epi64_epi8(_mm512_set1_epi64(0x2A241E18120C0600), groups);  // bytes 0, 6, ..., 42
+}
 struct vbmi_sextet_codes {
   const std::uint8_t* src;
   LOWBIT_AVX512_VBMI_INLINE __m512i operator()(std::size_t i, std::size_t m) const {
-    static constexpr sextet_order order = make_sextet_order();
+    static constexpr sextet_order order = make_sextet_order(true);
     const __mmask64 in = m >= 64 ? __mmask64{0xFFFFFFFFFFFF} : (__mmask64{1} << packed_bytes(m, 6)) - 1u;
-    const __m512i groups = _mm512_permutexvar_epi8(_mm512_load_si512(order.index), _mm512_maskz_loadu_epi8(in, src + i / 4 * 3));
-    return _mm512_multishift_epi64_epi8(_mm512_set1_epi64(0x2A241E18120C0600), groups);  // bytes 0, 6, ..., 42
+    return sextets_in_order(src + i / 4 * 3, in, order);
   }
 };
 

@@ -703,20 +703,22 @@ LOWBIT_BLOCK512_INLINE __m512 widen_fp8_16(__m128i x) {
   }
 }
 
-// The scale exponents s for which every finite element times 2^s is a normal float32 (exact):
-// the MXFP8 and MXINT8 dequantizers' fast range.
+// The scale exponents s for which every finite nonzero element times 2^s is a normal float32
+// (exact): the fast range of the MXFP8, MXFP6 and MXINT8 dequantizers. A minifloat element's
+// smallest value is 2^(min_exponent - mantissa_bits), its largest below 2^(max_exponent + 1).
 template <class Fmt>
-struct mx_fp8_fast_range {
+struct mx_fast_range {
+  using F = typename mx_element_traits<Fmt>::spec;
   static constexpr bool is_int8 = mx_element_traits<Fmt>::is_int8;
-  static constexpr bool e4m3 = !is_int8 && std::is_same<typename mx_element_traits<Fmt>::spec, formats::e4m3fn>::value;
-  static constexpr int lo = is_int8 ? -120 : e4m3 ? -117 : -110;
-  static constexpr int hi = is_int8 ? 126 : e4m3 ? 119 : 112;
+  static constexpr bool e4m3 = !is_int8 && std::is_same<F, formats::e4m3fn>::value;
+  static constexpr int lo = is_int8 ? -120 : -126 - (F::min_exponent - F::mantissa_bits);
+  static constexpr int hi = is_int8 ? 126 : 127 - F::max_exponent;
   static constexpr bool holds(int s) noexcept { return s >= lo && s <= hi; }
 };
 
 // A block outside the fast range: the NaN scale's block of NaN, or the reference.
 template <class Fmt, class Dst>
-inline void mx_fp8_block_outside(const std::uint8_t* in, std::uint8_t sc, const ::lowbit::mx_options& o, Dst* out) {
+inline void mx_block_outside(const std::uint8_t* in, std::uint8_t sc, const ::lowbit::mx_options& o, Dst* out) {
   if (sc == 0xFF)
     ::lowbit::kernels::block::avx2::detail::fill_nan(out, o.block_size);
   else
@@ -730,15 +732,15 @@ LOWBIT_TARGET_AVX512 inline void mx_dequantize_fp8(const std::uint8_t* elements,
                                                    std::size_t blocks, const ::lowbit::mx_options& o, Dst* dst) {
   const std::size_t bs = o.block_size;
   constexpr bool is_int8 = mx_element_traits<Fmt>::is_int8;
-  constexpr bool e4m3 = mx_fp8_fast_range<Fmt>::e4m3;
+  constexpr bool e4m3 = mx_fast_range<Fmt>::e4m3;
   constexpr int offset = is_int8 ? -6 : e4m3 ? 8 : 0;
   for (std::size_t b = 0; b < blocks; ++b) {
     const std::uint8_t* in = elements + b * bs;
     Dst* out = dst + b * bs;
     const std::uint8_t sc = scales[b];
     const int s = static_cast<int>(sc) - 127;
-    if (!mx_fp8_fast_range<Fmt>::holds(s)) {  // (the NaN scale 0xFF too: s = 128)
-      mx_fp8_block_outside<Fmt>(in, sc, o, out);
+    if (!mx_fast_range<Fmt>::holds(s)) {  // (the NaN scale 0xFF too: s = 128)
+      mx_block_outside<Fmt>(in, sc, o, out);
       continue;
     }
     const __m512 p = _mm512_castsi512_ps(set1((s + offset + 127) << 23));
@@ -758,21 +760,25 @@ LOWBIT_TARGET_AVX512 inline void mx_dequantize_fp8(const std::uint8_t* elements,
   }
 }
 
-// MXFP8 with VBMI: 64 codes a step (two blocks of 32, or 64 codes of one block), their results
-// at s = 0 looked up in byte tables (kernels/convert/avx512.hpp, "Decoding with VBMI") built
-// from the reference itself (mx_scaled_float and mx_store at s = 0), then scaled. Inside the fast
-// range every finite nonzero element times 2^s is a normal float32 with at most 4 significant
-// bits, so also a bfloat16 value: float32 results are the product with 2^s (NaN and Inf keep
-// theirs), bfloat16 results add s to the exponent field of the lanes whose code is finite and
-// nonzero (zero, NaN and Inf codes have the same result at every s). Blocks outside the fast
-// range get their results afterwards, from the per-block code.
+// MXFP8 and MXFP6 with VBMI: 64 codes a step (two blocks of 32, or 64 codes of one block), their
+// results at s = 0 looked up in byte tables (kernels/convert/avx512.hpp, "Decoding with VBMI")
+// built from the reference itself (mx_scaled_float and mx_store at s = 0), then scaled. Inside
+// the fast range every finite nonzero element times 2^s is a normal float32 with at most 4
+// significant bits, so also a bfloat16 value: float32 results are the product with 2^s (NaN and
+// Inf keep theirs), bfloat16 results add s to the exponent field of the lanes whose element is
+// finite and nonzero (zero, NaN and Inf elements have the same result at every s). Blocks outside
+// the fast range get their results afterwards, from the per-block code.
+template <class Fmt>
+inline constexpr bool mx_vbmi_dequantizes = !mx_element_traits<Fmt>::is_int8 && Fmt::element_bits >= 6;
+
 template <class Fmt, class Dst>
-const ::lowbit::kernels::avx512::detail::vbmi_tables& mx_fp8_vbmi_tables() noexcept {
+const ::lowbit::kernels::avx512::detail::vbmi_tables& mx_vbmi_tables() noexcept {
   static const ::lowbit::kernels::avx512::detail::vbmi_tables t = [] {
     std::uint16_t result[256];
-    for (unsigned c = 0; c < 256; ++c) {
+    for (unsigned c = 0; c < 256; ++c) {  // (6-bit elements: the bits above the code ignored)
+      const auto code = static_cast<std::uint8_t>(c & ((1u << Fmt::element_bits) - 1u));
       Dst v;
-      ::lowbit::detail::mx_store(v, ::lowbit::detail::mx_scaled_float(Fmt::unpack_element(static_cast<std::uint8_t>(c)), 0));
+      ::lowbit::detail::mx_store(v, ::lowbit::detail::mx_scaled_float(Fmt::unpack_element(code), 0));
       if constexpr (std::is_same<Dst, float>::value)
         result[c] = static_cast<std::uint16_t>(lowbit::detail::bit_cast<std::uint32_t>(v) >> 16);  // low half 0
       else
@@ -785,18 +791,43 @@ const ::lowbit::kernels::avx512::detail::vbmi_tables& mx_fp8_vbmi_tables() noexc
   return t;
 }
 
+// The codes of elements i .. i + 63 (i + 31 when !whole) in the order the lookup wants: the dword
+// transpose for float32 results (vbmi_decode64), the qword order 0 4 1 5 2 6 3 7 for 16-bit
+// results (two byte unpacks then give elements 0-31 and 32-63 in order). FP8: live gets bit e
+// set where element e is finite and nonzero.
+template <class Fmt, class Dst>
+struct mx_vbmi_codes {
+  static constexpr bool f32 = std::is_same<Dst, float>::value;
+  const std::uint8_t* elements;
+  LOWBIT_AVX512_VBMI_INLINE __m512i operator()(std::size_t i, bool whole, __mmask64* live) const {
+    namespace cv = ::lowbit::kernels::avx512::detail;
+    if constexpr (Fmt::element_bits == 8) {
+      using F = typename mx_element_traits<Fmt>::spec;
+      const __m512i c = whole ? _mm512_loadu_si512(elements + i) : _mm512_maskz_loadu_epi8(0xFFFFFFFF, elements + i);
+      *live = _mm512_cmple_epu8_mask(_mm512_sub_epi8(_mm512_and_si512(c, _mm512_set1_epi8(0x7F)), _mm512_set1_epi8(1)),
+                                     _mm512_set1_epi8(static_cast<char>(F::max_bits - 1)));
+      return f32 ? cv::vbmi_transposed(c) : _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 4, 1, 5, 2, 6, 3, 7), c);
+    } else {
+      static_assert(Fmt::element_bits == 6, "FP8 or FP6 elements");
+      static constexpr cv::sextet_order order = cv::make_sextet_order(f32);
+      *live = 0;  // (from the results: FP6 has no NaN or Inf)
+      return cv::sextets_in_order(elements + i / 4 * 3, whole ? __mmask64{0xFFFFFFFFFFFF} : __mmask64{0xFFFFFF}, order);
+    }
+  }
+};
+
 // Returns whether a block lies outside the fast range (its results are not written yet).
 template <class Fmt, ::lowbit::kernels::avx512::detail::vbmi_index Mode, bool Stream, class Dst>
-LOWBIT_TARGET_AVX512_VBMI inline bool mx_dequantize_fp8_vbmi(const std::uint8_t* elements, const std::uint8_t* scales,
-                                                             std::size_t n, std::size_t bs,
-                                                             const ::lowbit::kernels::avx512::detail::vbmi_tables& t,
-                                                             Dst* dst) {
+LOWBIT_TARGET_AVX512_VBMI inline bool mx_dequantize_vbmi(const std::uint8_t* elements, const std::uint8_t* scales,
+                                                         std::size_t n, std::size_t bs,
+                                                         const ::lowbit::kernels::avx512::detail::vbmi_tables& t,
+                                                         Dst* dst) {
   namespace cv = ::lowbit::kernels::avx512::detail;
-  using F = typename mx_element_traits<Fmt>::spec;
   const cv::vbmi_registers k = cv::vbmi_load(t);
+  const mx_vbmi_codes<Fmt, Dst> codes{elements};
   bool outside = false;
   // The block of each 32 codes, counted (a division per step by the run-time block size cost a
-  // third of the time).
+  // quarter of the time).
   const std::size_t halves = bs / 32;
   std::size_t block = 0, half = 0;
   const auto next_scale = [&]() -> int {
@@ -811,11 +842,12 @@ LOWBIT_TARGET_AVX512_VBMI inline bool mx_dequantize_fp8_vbmi(const std::uint8_t*
     const bool whole = i + 64 <= n;
     const int sa = next_scale();
     const int sb = whole ? next_scale() : sa;
-    outside = outside || !mx_fp8_fast_range<Fmt>::holds(sa) || !mx_fp8_fast_range<Fmt>::holds(sb);
-    const __m512i c = whole ? _mm512_loadu_si512(elements + i) : _mm512_maskz_loadu_epi8(0xFFFFFFFF, elements + i);
+    outside = outside || !mx_fast_range<Fmt>::holds(sa) || !mx_fast_range<Fmt>::holds(sb);
+    __mmask64 live;
+    const __m512i c = codes(i, whole, &live);
     if constexpr (std::is_same<Dst, float>::value) {
       __m512i o0, o1, o2, o3;
-      cv::vbmi_decode64<Mode>(cv::vbmi_transposed(c), k, &o0, &o1, &o2, &o3);
+      cv::vbmi_decode64<Mode>(c, k, &o0, &o1, &o2, &o3);
       const __m512 pa = _mm512_castsi512_ps(set1((sa + 127) << 23)), pb = _mm512_castsi512_ps(set1((sb + 127) << 23));
       store16v<Stream>(dst + i, _mm512_mul_ps(_mm512_castsi512_ps(o0), pa));
       store16v<Stream>(dst + i + 16, _mm512_mul_ps(_mm512_castsi512_ps(o1), pa));
@@ -824,40 +856,38 @@ LOWBIT_TARGET_AVX512_VBMI inline bool mx_dequantize_fp8_vbmi(const std::uint8_t*
         store16v<Stream>(dst + i + 48, _mm512_mul_ps(_mm512_castsi512_ps(o3), pb));
       }
     } else {
-      // Element order after the qword permutation and the byte unpacks: w0 elements 0-31, w1
-      // 32-63, so bit i of a mask over the codes is lane i of w0 (i < 32) or w1.
-      const __mmask64 live = _mm512_cmple_epu8_mask(
-          _mm512_sub_epi8(_mm512_and_si512(c, _mm512_set1_epi8(0x7F)), _mm512_set1_epi8(1)),
-          _mm512_set1_epi8(static_cast<char>(F::max_bits - 1)));
       __m512i l, h;
-      cv::vbmi_lookup<Mode>(_mm512_permutexvar_epi64(_mm512_setr_epi64(0, 4, 1, 5, 2, 6, 3, 7), c), k, &l, &h);
+      cv::vbmi_lookup<Mode>(c, k, &l, &h);
       __m512i w0 = _mm512_unpacklo_epi8(l, h), w1 = _mm512_unpackhi_epi8(l, h);
-      w0 = _mm512_mask_add_epi16(w0, static_cast<__mmask32>(live), w0, _mm512_set1_epi16(static_cast<short>(sa * 128)));
-      _mm512_storeu_si512(dst + i, w0);
-      if (whole) {
-        w1 = _mm512_mask_add_epi16(w1, static_cast<__mmask32>(live >> 32), w1,
-                                   _mm512_set1_epi16(static_cast<short>(sb * 128)));
-        _mm512_storeu_si512(dst + i + 32, w1);
+      __mmask32 live0 = static_cast<__mmask32>(live), live1 = static_cast<__mmask32>(live >> 32);
+      if constexpr (Fmt::element_bits == 6) {
+        live0 = _mm512_test_epi16_mask(w0, _mm512_set1_epi16(0x7FFF));
+        live1 = _mm512_test_epi16_mask(w1, _mm512_set1_epi16(0x7FFF));
       }
+      _mm512_storeu_si512(dst + i, _mm512_mask_add_epi16(w0, live0, w0, _mm512_set1_epi16(static_cast<short>(sa * 128))));
+      if (whole)
+        _mm512_storeu_si512(dst + i + 32,
+                            _mm512_mask_add_epi16(w1, live1, w1, _mm512_set1_epi16(static_cast<short>(sb * 128))));
     }
   }
   return outside;
 }
 
 template <class Fmt, bool Stream, class Dst>
-inline void mx_dequantize_fp8_vbmi(const std::uint8_t* elements, const std::uint8_t* scales, std::size_t blocks,
-                                   const ::lowbit::mx_options& o, Dst* dst) {
+inline void mx_dequantize_vbmi(const std::uint8_t* elements, const std::uint8_t* scales, std::size_t blocks,
+                               const ::lowbit::mx_options& o, Dst* dst) {
   const std::size_t bs = o.block_size;
-  const auto& t = mx_fp8_vbmi_tables<Fmt, Dst>();
+  const auto& t = mx_vbmi_tables<Fmt, Dst>();
   bool outside = false;
   ::lowbit::kernels::avx512::detail::with_vbmi_mode<typename mx_element_traits<Fmt>::spec>(t, [&](auto mode) {
-    outside = mx_dequantize_fp8_vbmi<Fmt, decltype(mode)::value, Stream>(elements, scales, blocks * bs, bs, t, dst);
+    outside = mx_dequantize_vbmi<Fmt, decltype(mode)::value, Stream>(elements, scales, blocks * bs, bs, t, dst);
   });
   if (!outside) return;
   if (Stream) _mm_sfence();  // the streamed results before the ordinary stores that replace some
+  const std::size_t block_bytes = bs * Fmt::element_bits / 8;
   for (std::size_t b = 0; b < blocks; ++b)
-    if (!mx_fp8_fast_range<Fmt>::holds(static_cast<int>(scales[b]) - 127))
-      mx_fp8_block_outside<Fmt>(elements + b * bs, scales[b], o, dst + b * bs);
+    if (!mx_fast_range<Fmt>::holds(static_cast<int>(scales[b]) - 127))
+      mx_block_outside<Fmt>(elements + b * block_bytes, scales[b], o, dst + b * bs);
 }
 
 // Whether a float output is written with streaming stores: as the AVX2 kernels decide, but the
@@ -893,13 +923,13 @@ template <class Fmt, class Dst, class In>
 LOWBIT_TARGET_AVX512 inline void mx_dequantize(const In in, std::size_t n, const ::lowbit::mx_options& o, Dst* dst) {
   const std::size_t bs = o.block_size;
   const bool stream = detail::stream_output64(dst, n);
-  if constexpr (Fmt::element_bits == 8 && !detail::mx_element_traits<Fmt>::is_int8) {
+  if constexpr (detail::mx_vbmi_dequantizes<Fmt> && !In::split) {
     if (::lowbit::detail::use_avx512_vbmi()) {
       if (stream) {
-        detail::mx_dequantize_fp8_vbmi<Fmt, true>(in.elements, in.scales, n / bs, o, dst);
+        detail::mx_dequantize_vbmi<Fmt, true>(in.elements, in.scales, n / bs, o, dst);
         _mm_sfence();
       } else {
-        detail::mx_dequantize_fp8_vbmi<Fmt, false>(in.elements, in.scales, n / bs, o, dst);
+        detail::mx_dequantize_vbmi<Fmt, false>(in.elements, in.scales, n / bs, o, dst);
       }
       return;
     }
