@@ -9,7 +9,10 @@
 //  - decoding the float16-twin formats (FP8, FP6 one code per byte or packed four in three
 //    bytes) into float32;
 //  - decoding FP4 (E2M1: one code per byte, and two per byte) with a 16-entry vpermd table, and
-//    E8M0 (code << 23, codes 0 and 0xFF from the scalar decoder) into float32.
+//    E8M0 (code << 23, codes 0 and 0xFF from the scalar decoder) into float32;
+//  - with AVX-512 VBMI (use_avx512_vbmi), decoding FP8 and FP6 (unpacked and packed) into
+//    float32, and byte codes into float16 and bfloat16, by byte-table lookups ("Decoding with
+//    VBMI" below; the scaled FP8 and the MX dequantizers use the same lookups).
 //
 // The per-lane arithmetic is avx2.hpp's, the same source compiled for 512 bits (lanes.hpp over
 // kernels/vec.hpp's w512): direct_code for the codes, half_twin_bits for the decoders. What AVX-512
@@ -452,8 +455,9 @@ LOWBIT_TARGET_AVX512 void decode_sextets_loop(const std::uint8_t* src, float* ds
 }
 
 // ------------------------------------------------------------------------------------------------
-// Decoding with VBMI: the FP8 formats and unpacked FP6. Every value of theirs is a bfloat16 value
-// (at most 3 mantissa bits, exponents inside float32's normal range), so a code's float32
+// Decoding with VBMI: the FP8 formats and FP6 (unpacked, and packed through vbmi_sextet_codes).
+// Every value of theirs is a bfloat16 value (at most 3 mantissa bits, exponents inside float32's
+// normal range), so a code's float32
 // pattern is two bytes followed by two zero bytes. Those two bytes come from byte tables built
 // from the scalar decoder, 64 codes per vpermi2b (128 entries, 7 index bits): for 6-bit codes the
 // table repeats every 64 entries (the bits above the code are ignored), for 8-bit codes it holds
@@ -880,8 +884,9 @@ void decode_packed(const std::uint8_t* src, float* dst, std::size_t n) noexcept 
       detail::decode_sextets_vbmi<F>(src, dst, n);
     else
       detail::decode_sextets_loop<F>(src, dst, n);
-  } else
+  } else {
     detail::decode_table<F, true>(src, dst, n);
+  }
 }
 
 }  // namespace avx512

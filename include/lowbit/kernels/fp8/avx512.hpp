@@ -303,7 +303,7 @@ template <class T, class Dst, class Run>
 void dequantize_walk(const T* q, std::size_t ld, std::size_t rows, std::size_t cols, std::size_t block_cols,
                      const float* scales, Dst* y, bool stream, Run run) noexcept {
   const fp8_avx2::tile_walk t = fp8_avx2::walk_of(ld, rows, cols, block_cols);
-  const std::false_type plain;
+  const std::false_type plain{};
   for (std::size_t r = 0; r < t.rows; ++r)
     for (std::size_t c = 0, j = 0; c < t.cols; c += t.block_cols, ++j) {
       const std::size_t at = r * ld + c;

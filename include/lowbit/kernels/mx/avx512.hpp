@@ -16,9 +16,10 @@
 // nibbles, a masked word blend for ggml's split halves) and packed by vpmov* narrowing stores
 // (store_e2m1_*), which have no AVX2 counterpart; and the dequantizers look a block's results up
 // in a 64-byte table row, 16 float32 with one vpermd (dequantize_fp4) or 32 16-bit halves with
-// one vpermw (dequantize_fp6), where AVX2 needs two to four vpshufb and blends. The lane-wise arithmetic (e8m0_codes16,
-// encode_magnitude16, e2m1_nearest32) is the AVX2 code line for line. See docs/performance.md,
-// "AVX-512 block formats (issue 15)".
+// one vpermw (dequantize_fp6), where AVX2 needs two to four vpshufb and blends; with VBMI, MXFP8
+// and MXFP6 dequantize through the conversion decoders' byte tables instead (mx_dequantize_vbmi).
+// The lane-wise arithmetic (e8m0_codes16, encode_magnitude16, e2m1_nearest32) is the AVX2 code
+// line for line. See docs/performance.md, "AVX-512 block formats (issue 15)" and "Zen 4".
 //
 // Coverage: every MX format with blocks that are whole multiples of 32 (mx_avx512_supports);
 // other block sizes run the AVX2 kernel on the avx512 path.
@@ -381,7 +382,8 @@ LOWBIT_BLOCK512_INLINE void mx_encode_block_fp8(const Src* x, std::uint8_t* out,
     const __m128i c0 = _mm512_cvtepi32_epi8(mx_encode16<Fmt, RM>(load16(x + i), e, guard));
     const __m128i c1 = _mm512_cvtepi32_epi8(mx_encode16<Fmt, RM>(load16(x + i + 16), e, guard));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm256_inserti128_si256(_mm256_castsi128_si256(c0), c1, 1));
-  }}
+  }
+}
 
 // MXFP6: 16 codes (one per dword, < 64) -> 12 bytes, code k at bits 6k..6k+5 of each 3-byte
 // group (core/packing.hpp): each 128-bit lane holds one group of four codes, shifted by 0, 6,
