@@ -457,12 +457,13 @@ LOWBIT_TARGET_AVX512 void decode_sextets_loop(const std::uint8_t* src, float* ds
 // ------------------------------------------------------------------------------------------------
 // Decoding with VBMI: the FP8 formats and FP6 (unpacked, and packed through vbmi_sextet_codes).
 // Every value of theirs is a bfloat16 value (at most 3 mantissa bits, exponents inside float32's
-// normal range), so a code's float32
-// pattern is two bytes followed by two zero bytes. Those two bytes come from byte tables built
-// from the scalar decoder, 64 codes per vpermi2b (128 entries, 7 index bits): for 6-bit codes the
-// table repeats every 64 entries (the bits above the code are ignored), for 8-bit codes it holds
-// the 128 magnitudes and the sign is ORed in, or, where code | 0x80 is not the negated code
-// (FNUZ: 0x80 is the NaN), a second pair of tables serves codes 128-255. A dword transpose
+// normal range), so a code's float32 pattern is two bytes followed by two zero bytes. Those two
+// bytes come from byte tables built from the scalar decoder, 64 codes per vpermi2b (128 entries,
+// 7 index bits): for 6-bit codes the table repeats every 64 entries (the bits above the code are
+// ignored), for 8-bit codes it holds the 128 magnitudes and the sign is ORed in; where code 0x80
+// alone is not the negated code 0 (FNUZ: it is the NaN) a masked move puts its pattern in, and
+// where other codes differ too (tables of 16-bit results under some policies) a second pair of
+// tables serves codes 128-255 (vbmi_index). A dword transpose
 // (vpermd) first puts the codes where two unpack levels (bytes to words, words to dwords) leave
 // them in element order. The twin route above spends two vcvtph2ps halves and a multiply per 16
 // values; this one is 10 instructions per 64 codes, at 84-113 % of the AVX-512 int8 -> float32
@@ -472,6 +473,7 @@ struct vbmi_tables {
   alignas(64) std::uint8_t lo[256];  // bits 16-23 of each code's float32 pattern
   alignas(64) std::uint8_t hi[256];  // bits 24-31
   bool signed_symmetric = true;      // 8-bit codes: code | 0x80 gives the code's pattern | sign
+  bool symmetric_but_0x80 = false;   // ... for every code but 0x80 (FNUZ: the NaN)
 };
 
 template <class F>
@@ -484,9 +486,11 @@ inline void fill_vbmi_tables(const std::uint16_t* result, vbmi_tables& r) noexce
     r.lo[c] = static_cast<std::uint8_t>(result[c]);
     r.hi[c] = static_cast<std::uint8_t>(result[c] >> 8);
   }
-  r.signed_symmetric = true;
-  for (unsigned c = 0; c < 128; ++c)
-    r.signed_symmetric = r.signed_symmetric && r.lo[c | 0x80] == r.lo[c] && r.hi[c | 0x80] == (r.hi[c] | 0x80);
+  const auto symmetric = [&r](unsigned c) { return r.lo[c | 0x80] == r.lo[c] && r.hi[c | 0x80] == (r.hi[c] | 0x80); };
+  bool rest = true;
+  for (unsigned c = 1; c < 128; ++c) rest = rest && symmetric(c);
+  r.signed_symmetric = rest && symmetric(0);
+  r.symmetric_but_0x80 = rest && !symmetric(0);
 }
 
 template <class F>
@@ -500,8 +504,10 @@ const vbmi_tables& vbmi_tables_of() noexcept {
 }
 
 // How the byte of a code selects its pattern: a 7-bit table (6-bit codes), 128 magnitudes and
-// the sign, or two 128-entry halves.
-enum class vbmi_index { seven_bits, magnitude_and_sign, two_halves };
+// the sign, the same with code 0x80's own pattern put in by a masked move (FNUZ, whose 0x80 is
+// the NaN: three instructions where two more lookups and two blends took five), or two 128-entry
+// halves.
+enum class vbmi_index { seven_bits, magnitude_and_sign, magnitude_sign_and_0x80, two_halves };
 
 // The tables in registers, and the low and high result bytes of 64 codes.
 struct vbmi_registers {
@@ -516,8 +522,13 @@ template <vbmi_index Mode>
 LOWBIT_AVX512_VBMI_INLINE void vbmi_lookup(__m512i c, const vbmi_registers& k, __m512i* lo, __m512i* hi) {
   __m512i l = _mm512_permutex2var_epi8(k.lo0, c, k.lo1);
   __m512i h = _mm512_permutex2var_epi8(k.hi0, c, k.hi1);
-  if constexpr (Mode == vbmi_index::magnitude_and_sign) {
+  if constexpr (Mode == vbmi_index::magnitude_and_sign || Mode == vbmi_index::magnitude_sign_and_0x80) {
     h = _mm512_ternarylogic_epi32(h, c, _mm512_set1_epi8(static_cast<char>(0x80)), 0xF8);  // h | (c & 0x80)
+  }
+  if constexpr (Mode == vbmi_index::magnitude_sign_and_0x80) {
+    const __mmask64 at = _mm512_cmpeq_epi8_mask(c, _mm512_set1_epi8(static_cast<char>(0x80)));
+    l = _mm512_mask_mov_epi8(l, at, _mm512_broadcastb_epi8(_mm512_castsi512_si128(k.lo2)));  // entry 0x80
+    h = _mm512_mask_mov_epi8(h, at, _mm512_broadcastb_epi8(_mm512_castsi512_si128(k.hi2)));
   } else if constexpr (Mode == vbmi_index::two_halves) {
     const __mmask64 upper = _mm512_movepi8_mask(c);
     l = _mm512_mask_blend_epi8(upper, l, _mm512_permutex2var_epi8(k.lo2, c, k.lo3));
@@ -630,6 +641,8 @@ void with_vbmi_mode(const vbmi_tables& t, Loop loop) noexcept {
     loop(std::integral_constant<vbmi_index, vbmi_index::seven_bits>{});
   else if (t.signed_symmetric)
     loop(std::integral_constant<vbmi_index, vbmi_index::magnitude_and_sign>{});
+  else if (t.symmetric_but_0x80)
+    loop(std::integral_constant<vbmi_index, vbmi_index::magnitude_sign_and_0x80>{});
   else
     loop(std::integral_constant<vbmi_index, vbmi_index::two_halves>{});
 }
