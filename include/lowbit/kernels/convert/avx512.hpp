@@ -544,6 +544,12 @@ LOWBIT_AVX512_INLINE __m512i vbmi_transposed(__m512i codes) {
   return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), codes);
 }
 
+// The order for 16-bit results: qwords 0 4 1 5 2 6 3 7, which two byte unpacks (low and high
+// result bytes to words) undo, giving elements 0-31 and 32-63 in order.
+LOWBIT_AVX512_INLINE __m512i vbmi_halves_order(__m512i codes) {
+  return _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 4, 1, 5, 2, 6, 3, 7), codes);
+}
+
 // 64 codes in the lookup's order -> the float32 patterns of their values, 16 per vector in
 // element order.
 template <vbmi_index Mode>
@@ -574,8 +580,7 @@ struct vbmi_byte_codes {  // a byte each
 // each qword from its bits 6k .. 6k + 7: code k of the eight, in the low 6 bits (the bits above
 // are the next code's, which a 64-entry lookup ignores). Three instructions per 64 codes, where
 // the word unpack (sextet_words32) takes three per 32 and a widening after. The orders: the
-// lookup's (vbmi_transposed) for float32 results, and the qword order 0 4 1 5 2 6 3 7 that two
-// byte unpacks of 16-bit results undo.
+// lookup's (vbmi_transposed) for float32 results, vbmi_halves_order's for 16-bit results.
 struct sextet_order {
   alignas(64) std::uint8_t index[64]{};
 };
@@ -690,12 +695,11 @@ template <vbmi_index Mode>
 LOWBIT_TARGET_AVX512_VBMI void convert16_vbmi_loop(const std::uint8_t* src, std::uint16_t* dst, std::size_t n,
                                                    const vbmi_tables& t) noexcept {
   const vbmi_registers k = vbmi_load(t);
-  const __m512i order = _mm512_setr_epi64(0, 4, 1, 5, 2, 6, 3, 7);
   for (std::size_t i = 0; i < n; i += 64) {
     const std::size_t m = n - i;
     const __mmask64 in = m >= 64 ? ~__mmask64{0} : (__mmask64{1} << m) - 1u;
     __m512i l, h;
-    vbmi_lookup<Mode>(_mm512_permutexvar_epi64(order, _mm512_maskz_loadu_epi8(in, src + i)), k, &l, &h);
+    vbmi_lookup<Mode>(vbmi_halves_order(_mm512_maskz_loadu_epi8(in, src + i)), k, &l, &h);
     const __m512i w0 = _mm512_unpacklo_epi8(l, h), w1 = _mm512_unpackhi_epi8(l, h);
     if (m >= 64) {
       _mm512_storeu_si512(dst + i, w0);

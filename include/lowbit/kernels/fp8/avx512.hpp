@@ -245,18 +245,13 @@ LOWBIT_AVX512_INLINE void store_last(Dst* y, std::size_t m, __m512 v0, __m512 v1
   std::memcpy(static_cast<void*>(y), out, m * sizeof(Dst));
 }
 
-// Whether decode(c) * scale may be computed as v * (scale * factor) for values v = decode(c) /
-// factor, factor a power of two: the folded scale neither overflows nor is NaN. (Otherwise the
-// run is the reference's loop.)
-inline bool folds(float scale, float factor) noexcept { return scale * factor <= 0x1p127f; }
-
 // y = decode(q) * scale for one run of n codes, through the float16 twins (scale folded with the
-// twin's power of two).
+// twin's power of two; a folded scale that would overflow runs the reference's loop).
 template <bool Stream, class T, class Dst>
 LOWBIT_TARGET_AVX512 inline void dequantize_run(const T* q, std::size_t n, float scale, Dst* y, bool finite) noexcept {
   using F = typename T::format;
   constexpr float factor = avx2::detail::half_twin<F>::scale;
-  if (!folds(scale, factor)) return fp8_ref::dequantize_tile(q, n, 1, n, n, &scale, y);
+  if (!(scale * factor <= 0x1p127f)) return fp8_ref::dequantize_tile(q, n, 1, n, n, &scale, y);
   const __m512 s = _mm512_set1_ps(scale * factor);
   std::size_t i = 0;
   __m512 v0, v1, v2, v3;

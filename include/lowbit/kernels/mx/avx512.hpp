@@ -712,7 +712,6 @@ template <class Fmt>
 struct mx_fast_range {
   using F = typename mx_element_traits<Fmt>::spec;
   static constexpr bool is_int8 = mx_element_traits<Fmt>::is_int8;
-  static constexpr bool e4m3 = !is_int8 && std::is_same<F, formats::e4m3fn>::value;
   static constexpr int lo = is_int8 ? -120 : -126 - (F::min_exponent - F::mantissa_bits);
   static constexpr int hi = is_int8 ? 126 : 127 - F::max_exponent;
   static constexpr bool holds(int s) noexcept { return s >= lo && s <= hi; }
@@ -734,7 +733,7 @@ LOWBIT_TARGET_AVX512 inline void mx_dequantize_fp8(const std::uint8_t* elements,
                                                    std::size_t blocks, const ::lowbit::mx_options& o, Dst* dst) {
   const std::size_t bs = o.block_size;
   constexpr bool is_int8 = mx_element_traits<Fmt>::is_int8;
-  constexpr bool e4m3 = mx_fast_range<Fmt>::e4m3;
+  constexpr bool e4m3 = !is_int8 && std::is_same<typename mx_element_traits<Fmt>::spec, formats::e4m3fn>::value;
   constexpr int offset = is_int8 ? -6 : e4m3 ? 8 : 0;
   for (std::size_t b = 0; b < blocks; ++b) {
     const std::uint8_t* in = elements + b * bs;
@@ -793,9 +792,8 @@ const ::lowbit::kernels::avx512::detail::vbmi_tables& mx_vbmi_tables() noexcept 
   return t;
 }
 
-// The codes of elements i .. i + 63 (i + 31 when !whole) in the order the lookup wants: the dword
-// transpose for float32 results (vbmi_decode64), the qword order 0 4 1 5 2 6 3 7 for 16-bit
-// results (two byte unpacks then give elements 0-31 and 32-63 in order). FP8: live gets bit e
+// The codes of elements i .. i + 63 (i + 31 when !whole) in the order the lookup wants:
+// vbmi_transposed's for float32 results (vbmi_decode64), vbmi_halves_order's for 16-bit ones. FP8: live gets bit e
 // set where element e is finite and nonzero.
 template <class Fmt, class Dst>
 struct mx_vbmi_codes {
@@ -808,7 +806,7 @@ struct mx_vbmi_codes {
       const __m512i c = whole ? _mm512_loadu_si512(elements + i) : _mm512_maskz_loadu_epi8(0xFFFFFFFF, elements + i);
       *live = _mm512_cmple_epu8_mask(_mm512_sub_epi8(_mm512_and_si512(c, _mm512_set1_epi8(0x7F)), _mm512_set1_epi8(1)),
                                      _mm512_set1_epi8(static_cast<char>(F::max_bits - 1)));
-      return f32 ? cv::vbmi_transposed(c) : _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 4, 1, 5, 2, 6, 3, 7), c);
+      return f32 ? cv::vbmi_transposed(c) : cv::vbmi_halves_order(c);
     } else {
       static_assert(Fmt::element_bits == 6, "FP8 or FP6 elements");
       static constexpr cv::sextet_order order = cv::make_sextet_order(f32);
@@ -925,7 +923,7 @@ template <class Fmt, class Dst, class In>
 LOWBIT_TARGET_AVX512 inline void mx_dequantize(const In in, std::size_t n, const ::lowbit::mx_options& o, Dst* dst) {
   const std::size_t bs = o.block_size;
   const bool stream = detail::stream_output64(dst, n);
-  if constexpr (detail::mx_vbmi_dequantizes<Fmt> && !In::split) {
+  if constexpr (detail::mx_vbmi_dequantizes<Fmt>) {
     if (::lowbit::detail::use_avx512_vbmi()) {
       if (stream) {
         detail::mx_dequantize_vbmi<Fmt, true>(in.elements, in.scales, n / bs, o, dst);
