@@ -371,28 +371,32 @@ TEST(Fp8Reference, StochasticRoundingUsesTheCallersBits) {
   }
 }
 
-// Outputs of 16 MiB and more are written with non-temporal stores on the AVX2 path, from the
-// first 32-byte aligned element (here the output starts 4 bytes past an aligned address).
+// Outputs of 16 MiB and more are written with non-temporal stores on the SIMD paths, from the
+// first aligned element of each block (here the output starts 4 bytes past an aligned address):
+// one block per row, and rows of 21 blocks of 100 (blocks that start anywhere).
 TEST(Fp8Reference, LargeDequantizationStreams) {
   const std::size_t rows = 2049, cols = 2049;  // 16.8 MB of float output
   std::vector<lb::float8_e4m3fn> q(rows * cols);
   std::mt19937 gen(14);
   for (auto& c : q) c = lb::float8_e4m3fn::from_bits(static_cast<std::uint8_t>(gen()));
-  std::vector<float> s(rows);
-  for (auto& v : s) v = std::ldexp(1.0f + static_cast<float>(gen() % 1000) / 1000.0f, static_cast<int>(gen() % 20) - 10);
-  const fp8_options o = lb::fp8_presets::per_channel();
   std::vector<float> buffer(rows * cols + 8);
   float* y = buffer.data() + 1;
-  for (lb::isa path : paths()) {
-    const lb::scoped_isa use(path);
-    std::fill(buffer.begin(), buffer.end(), 0.0f);
-    ASSERT_TRUE(lb::fp8_dequantize(q.data(), s.data(), rows, cols, o, y).ok());
-    for (std::size_t i = 0; i < q.size(); ++i) {
-      const float want = lb::decode(q[i]) * s[i / cols];
-      ASSERT_EQ(lowbit_test::float_bits(y[i]), lowbit_test::float_bits(want)) << i << " " << lb::isa_name(path);
+  for (const fp8_options& o : {lb::fp8_presets::per_channel(), lb::fp8_presets::blockwise(1, 100)}) {
+    const std::size_t bc = o.granularity == lb::fp8_granularity::per_block ? o.block_cols : cols;
+    const std::size_t per_row = (cols - 1) / bc + 1;
+    std::vector<float> s(rows * per_row);
+    for (auto& v : s) v = std::ldexp(1.0f + static_cast<float>(gen() % 1000) / 1000.0f, static_cast<int>(gen() % 20) - 10);
+    for (lb::isa path : paths()) {
+      const lb::scoped_isa use(path);
+      std::fill(buffer.begin(), buffer.end(), 0.0f);
+      ASSERT_TRUE(lb::fp8_dequantize(q.data(), s.data(), rows, cols, o, y).ok());
+      for (std::size_t i = 0; i < q.size(); ++i) {
+        const float want = lb::decode(q[i]) * s[i / cols * per_row + i % cols / bc];
+        ASSERT_EQ(lowbit_test::float_bits(y[i]), lowbit_test::float_bits(want)) << i << " " << lb::isa_name(path);
+      }
+      EXPECT_EQ(buffer[0], 0.0f);
+      EXPECT_EQ(buffer[rows * cols + 1], 0.0f);
     }
-    EXPECT_EQ(buffer[0], 0.0f);
-    EXPECT_EQ(buffer[rows * cols + 1], 0.0f);
   }
 }
 
@@ -699,11 +703,32 @@ TEST(Fp8Errors, BadStoredScalesStopAtTheirBlock) {
       EXPECT_EQ(y[64], 5.0f);
     }
   }
-  o.scale_format = lb::scale_storage::fp32;
-  o.power_of_two_scales = true;
-  const float s[3] = {0.5f, 0.25f, 0.375f};
-  std::vector<lb::float8_e4m3fn> q(96);
-  EXPECT_EQ(lb::fp8_quantize_fixed(x.data(), s, 1, 96, o, q.data()).code(), errc::bad_argument);
+  // Each other storage rule, in both calls: a bfloat16 scale (0.3 is not one), a power of two
+  // (0.375 is not one, nor float16's nearest to 0.3), and the same scale accepted without the rule.
+  struct rule {
+    lb::scale_storage format;
+    bool pow2;
+    float good, bad;
+  };
+  const float third_bf16 = static_cast<float>(lb::encode<lb::bfloat16>(0.3f));
+  for (const rule& r : {rule{lb::scale_storage::bf16, false, third_bf16, 0.3f},
+                        rule{lb::scale_storage::fp32, true, 0.25f, 0.375f},
+                        rule{lb::scale_storage::fp16, true, 0.5f, third}}) {
+    o.scale_format = r.format;
+    o.power_of_two_scales = r.pow2;
+    const float s[3] = {r.good, r.good, r.bad};
+    std::vector<lb::float8_e4m3fn> q(96, lb::float8_e4m3fn::from_bits(0x22));
+    std::vector<float> y(96, 5.0f);
+    EXPECT_EQ(lb::fp8_quantize_fixed(x.data(), s, 1, 96, o, q.data()).code(), errc::bad_argument) << r.bad;
+    EXPECT_EQ(q[64].bits(), 0x22);
+    EXPECT_EQ(lb::fp8_dequantize(q.data(), s, 1, 96, o, y.data()).code(), errc::bad_argument) << r.bad;
+    EXPECT_EQ(y[63], lb::decode(q[63]) * r.good);
+    EXPECT_EQ(y[64], 5.0f);
+    o.power_of_two_scales = false;
+    if (r.pow2) {
+      EXPECT_TRUE(lb::fp8_dequantize(q.data(), s, 1, 96, o, y.data()).ok()) << r.bad;
+    }
+  }
 }
 
 TEST(Fp8Errors, ScaleOverflowIsADataError) {

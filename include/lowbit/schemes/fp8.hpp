@@ -221,20 +221,29 @@ inline float fp8_min_scale(scale_storage f) noexcept {
   return f == scale_storage::fp16 ? 0x1p-24f : 0x1p-126f;
 }
 
-// Whether s is a scale the format holds and the scheme accepts (finite, at least 2^-126, exact in
-// the storage format, a power of two when the options ask for one).
-inline bool fp8_scale_ok(float s, const fp8_options& o) noexcept {
-  if (!(s >= 0x1p-126f && s <= std::numeric_limits<float>::max())) return false;
+// How many of s[0, nb), counted from the first, are scales the format holds and the scheme
+// accepts (finite, at least 2^-126, exact in the storage format, a power of two when the options
+// ask for one). The storage switch is taken once per run of scales, not per scale: one call per
+// block of 128 elements is what a 1 x 128 blocking costs.
+inline std::size_t fp8_good_scales(const float* s, std::size_t nb, const fp8_options& o) noexcept {
+  const std::uint32_t fraction = o.power_of_two_scales ? 0x007FFFFFu : 0u;
+  const auto held = [fraction](float x) {
+    const std::uint32_t u = lowbit::detail::bit_cast<std::uint32_t>(x);
+    return u - 0x00800000u < 0x7F000000u && (u & fraction) == 0;  // 2^-126 <= x <= FLT_MAX
+  };
+  std::size_t i = 0;
   switch (o.scale_format) {
-    case scale_storage::fp32: break;
+    case scale_storage::fp32:
+      while (i < nb && held(s[i])) ++i;
+      break;
     case scale_storage::fp16:
-      if (static_cast<float>(encode<float16>(s)) != s) return false;
+      while (i < nb && held(s[i]) && static_cast<float>(encode<float16>(s[i])) == s[i]) ++i;
       break;
     case scale_storage::bf16:
-      if (static_cast<float>(encode<bfloat16>(s)) != s) return false;
+      while (i < nb && held(s[i]) && static_cast<float>(encode<bfloat16>(s[i])) == s[i]) ++i;
       break;
   }
-  return !o.power_of_two_scales || (lowbit::detail::bit_cast<std::uint32_t>(s) & 0x007FFFFFu) == 0;
+  return i;
 }
 
 // The scale of a block whose largest magnitude is amax (finite, >= 0); o already checked.
@@ -479,8 +488,7 @@ template <class T, class From,
   return detail::fp8_for_each_chunk(
       b, rows, cols,
       [&](std::size_t r0, std::size_t nr, std::size_t c0, std::size_t nc, std::size_t j0, std::size_t nb) -> status {
-        std::size_t good = 0;
-        while (good < nb && detail::fp8_scale_ok(scales[j0 + good], o)) ++good;
+        const std::size_t good = detail::fp8_good_scales(scales + j0, nb, o);
         const std::size_t at = r0 * cols + c0;
         if (good != 0)
           detail::fp8_quantize_tile(src + at, cols, nr, detail::fp8_good_cols(good, b.block_cols, nc), b.block_cols,
@@ -511,8 +519,7 @@ template <class T, class Dst,
   return detail::fp8_for_each_chunk(
       b, rows, cols,
       [&](std::size_t r0, std::size_t nr, std::size_t c0, std::size_t nc, std::size_t j0, std::size_t nb) -> status {
-        std::size_t good = 0;
-        while (good < nb && detail::fp8_scale_ok(scales[j0 + good], o)) ++good;
+        const std::size_t good = detail::fp8_good_scales(scales + j0, nb, o);
         const std::size_t at = r0 * cols + c0;
         if (good != 0)
           detail::fp8_dequantize_tile(elements + at, cols, nr, detail::fp8_good_cols(good, b.block_cols, nc),

@@ -245,10 +245,32 @@ LOWBIT_AVX512_INLINE void store_last(Dst* y, std::size_t m, __m512 v0, __m512 v1
   std::memcpy(static_cast<void*>(y), out, m * sizeof(Dst));
 }
 
-// y = decode(q) * scale for one run of n codes, through the float16 twins (scale folded with the
-// twin's power of two; a folded scale that would overflow runs the reference's loop).
+// How one block of a row is stored: its first `head` values with plain stores, the rest
+// streamed (a float output streams from its first 64-byte aligned element; head = n when the call
+// does not stream), and whether a 16-bit output is `finite` (the block's largest value times its
+// scale cannot overflow it).
+struct block_stores {
+  std::size_t head;
+  bool finite;
+};
+template <class T, class Dst>
+inline block_stores stores_of(const Dst* y, std::size_t n, float scale, bool stream) noexcept {
+  if constexpr (std::is_same<Dst, float>::value) {
+    if (!stream) return {n, false};
+    std::size_t head = 0;
+    while (head < n && (reinterpret_cast<std::uintptr_t>(y + head) & 63u) != 0) ++head;
+    return {head, false};
+  } else {
+    (void)stream;  // 16-bit outputs are not streamed
+    const float largest = static_cast<float>(std::numeric_limits<T>::max()) * scale;
+    return {n, std::is_same<Dst, float16>::value ? largest < 0x1p15f : largest < 0x1p127f};
+  }
+}
+
+// y = decode(q) * scale for one block of n codes, through the float16 twins (scale folded with
+// the twin's power of two; a folded scale that would overflow runs the reference's loop).
 template <bool Stream, class T, class Dst>
-LOWBIT_TARGET_AVX512 inline void dequantize_run(const T* q, std::size_t n, float scale, Dst* y, bool finite) noexcept {
+LOWBIT_AVX512_INLINE void dequantize_block(const T* q, std::size_t n, float scale, Dst* y, bool finite) {
   using F = typename T::format;
   constexpr float factor = avx2::detail::half_twin<F>::scale;
   if (!(scale * factor <= 0x1p127f)) return fp8_ref::dequantize_tile(q, n, 1, n, n, &scale, y);
@@ -270,10 +292,9 @@ LOWBIT_TARGET_AVX512 inline void dequantize_run(const T* q, std::size_t n, float
 // "Decoding with VBMI"), times the scale itself: the reference's product, operand for operand,
 // for every finite scale.
 template <bool Stream, avx512::detail::vbmi_index Mode, class T, class Dst>
-LOWBIT_TARGET_AVX512_VBMI inline void dequantize_run_vbmi(const T* q, std::size_t n, float scale, Dst* y, bool finite,
-                                                          const avx512::detail::vbmi_tables& t) noexcept {
+LOWBIT_AVX512_VBMI_INLINE void dequantize_block_vbmi(const T* q, std::size_t n, float scale, Dst* y, bool finite,
+                                                     const avx512::detail::vbmi_registers& k) {
   using F = typename T::format;
-  const avx512::detail::vbmi_registers k = avx512::detail::vbmi_load(t);
   const __m512 s = _mm512_set1_ps(scale);
   std::size_t i = 0;
   __m512i v0, v1, v2, v3;
@@ -291,31 +312,37 @@ LOWBIT_TARGET_AVX512_VBMI inline void dequantize_run_vbmi(const T* q, std::size_
   }
 }
 
-// The tile's runs as the AVX2 kernel walks them: run(stream, q, n, scale, y, finite) per block
-// run, stream a std::bool_constant. A float output streams from its first 64-byte aligned element;
-// a 16-bit one is `finite` where the block's largest value times its scale cannot overflow it.
-template <class T, class Dst, class Run>
-void dequantize_walk(const T* q, std::size_t ld, std::size_t rows, std::size_t cols, std::size_t block_cols,
-                     const float* scales, Dst* y, bool stream, Run run) noexcept {
+// One row of a tile, n values in blocks of block_cols with their scales: one call per row, not
+// per block (a 1 x 128 blocking has a block every 128 values; the VBMI tables load once a row).
+template <class T, class Dst>
+LOWBIT_TARGET_AVX512 inline void dequantize_row(const T* q, std::size_t n, std::size_t block_cols, const float* scales,
+                                                Dst* y, bool stream) noexcept {
+  for (std::size_t c = 0, j = 0; c < n; c += block_cols, ++j) {
+    const std::size_t m = n - c < block_cols ? n - c : block_cols;
+    const block_stores b = stores_of<T>(y + c, m, scales[j], stream);
+    dequantize_block<false>(q + c, b.head, scales[j], y + c, b.finite);
+    if (b.head < m) dequantize_block<true>(q + c + b.head, m - b.head, scales[j], y + c + b.head, false);
+  }
+}
+template <avx512::detail::vbmi_index Mode, class T, class Dst>
+LOWBIT_TARGET_AVX512_VBMI inline void dequantize_row_vbmi(const T* q, std::size_t n, std::size_t block_cols,
+                                                          const float* scales, Dst* y, bool stream,
+                                                          const avx512::detail::vbmi_tables& t) noexcept {
+  const avx512::detail::vbmi_registers k = avx512::detail::vbmi_load(t);
+  for (std::size_t c = 0, j = 0; c < n; c += block_cols, ++j) {
+    const std::size_t m = n - c < block_cols ? n - c : block_cols;
+    const block_stores b = stores_of<T>(y + c, m, scales[j], stream);
+    dequantize_block_vbmi<false, Mode>(q + c, b.head, scales[j], y + c, b.finite, k);
+    if (b.head < m) dequantize_block_vbmi<true, Mode>(q + c + b.head, m - b.head, scales[j], y + c + b.head, false, k);
+  }
+}
+
+// The tile's rows as the AVX2 kernel walks them: row(q, n, block_cols, scales, y) per row.
+template <class T, class Dst, class Row>
+void dequantize_walk(const T* q, std::size_t ld, std::size_t rows, std::size_t cols, std::size_t block_cols, Dst* y,
+                     bool stream, Row row) noexcept {
   const fp8_avx2::tile_walk t = fp8_avx2::walk_of(ld, rows, cols, block_cols);
-  const std::false_type plain{};
-  for (std::size_t r = 0; r < t.rows; ++r)
-    for (std::size_t c = 0, j = 0; c < t.cols; c += t.block_cols, ++j) {
-      const std::size_t at = r * ld + c;
-      const std::size_t n = t.cols - c < t.block_cols ? t.cols - c : t.block_cols;
-      if constexpr (std::is_same<Dst, float>::value) {
-        if (stream) {
-          std::size_t head = 0;  // elements before the first 64-byte aligned output
-          while (head < n && (reinterpret_cast<std::uintptr_t>(y + at + head) & 63u) != 0) ++head;
-          run(plain, q + at, head, scales[j], y + at, false);
-          run(std::true_type{}, q + at + head, n - head, scales[j], y + at + head, false);
-          continue;
-        }
-      }
-      const float largest = static_cast<float>(std::numeric_limits<T>::max()) * scales[j];
-      const bool finite = std::is_same<Dst, float16>::value ? largest < 0x1p15f : largest < 0x1p127f;
-      run(plain, q + at, n, scales[j], y + at, finite);
-    }
+  for (std::size_t r = 0; r < t.rows; ++r) row(q + r * ld, t.cols, t.block_cols, y + r * ld);
   if (stream) _mm_sfence();
 }
 
@@ -379,19 +406,17 @@ void dequantize_tile(const T* q, std::size_t ld, std::size_t rows, std::size_t c
     if (::lowbit::detail::use_avx512_vbmi()) {
       const avx512::detail::vbmi_tables& t = avx512::detail::vbmi_tables_of<F>();
       avx512::detail::with_vbmi_mode<F>(t, [&](auto mode) {
-        detail::dequantize_walk(q, ld, rows, cols, block_cols, scales, y, stream,
-                                [&](auto s, const T* qr, std::size_t n, float scale, Dst* yr, bool finite) {
-                                  detail::dequantize_run_vbmi<decltype(s)::value, decltype(mode)::value>(
-                                      qr, n, scale, yr, finite, t);
+        detail::dequantize_walk(q, ld, rows, cols, block_cols, y, stream,
+                                [&](const T* qr, std::size_t n, std::size_t bc, Dst* yr) {
+                                  detail::dequantize_row_vbmi<decltype(mode)::value>(qr, n, bc, scales, yr, stream, t);
                                 });
       });
       return;
     }
   }
-  detail::dequantize_walk(q, ld, rows, cols, block_cols, scales, y, stream,
-                          [](auto s, const T* qr, std::size_t n, float scale, Dst* yr, bool finite) {
-                            detail::dequantize_run<decltype(s)::value>(qr, n, scale, yr, finite);
-                          });
+  detail::dequantize_walk(q, ld, rows, cols, block_cols, y, stream, [&](const T* qr, std::size_t n, std::size_t bc, Dst* yr) {
+    detail::dequantize_row(qr, n, bc, scales, yr, stream);
+  });
 }
 
 }  // namespace fp8_avx512
