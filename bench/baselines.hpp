@@ -155,16 +155,20 @@ __attribute__((target("avx2,fma"))) inline void i8_to_f32(const std::int8_t* q, 
 LOWBIT_AVX512_WARNINGS_BEGIN  // GCC 12's AVX-512 headers (core/cpu.hpp)
 
 // The AVX-512 twins of the two trivial loops: the baselines every AVX-512 kernel is quoted against
-// (64 elements a step, vpmovsdb for the saturating narrowing).
+// (64 elements a step). The narrowing is the AVX2 loop's, two levels of saturating packs and one
+// vpermd, the fastest form measured: four vpmovsdb (two uops each) ran it at 0.8x on Zen 4.
 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma"))) inline void f32_to_i8_avx512(const float* x, std::int8_t* q,
                                                                                             std::size_t n, float scale) {
   const __m512 s = _mm512_set1_ps(scale);
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
   std::size_t i = 0;
   for (; i + 64 <= n; i += 64) {
-    for (int k = 0; k < 4; ++k) {
-      const __m512i a = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + i + 16 * k), s));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(q + i + 16 * k), _mm512_cvtsepi32_epi8(a));
-    }
+    const __m512i a = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + i), s));
+    const __m512i b = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + i + 16), s));
+    const __m512i c = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + i + 32), s));
+    const __m512i d = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + i + 48), s));
+    const __m512i p = _mm512_packs_epi16(_mm512_packs_epi32(a, b), _mm512_packs_epi32(c, d));
+    _mm512_storeu_si512(q + i, _mm512_permutexvar_epi32(order, p));
   }
   for (; i < n; ++i) {
     const float v = x[i] * scale;
