@@ -51,9 +51,14 @@ struct w256 {
   // float32 bit patterns -> int32, rounded as MXCSR.RC says / truncated.
   static LOWBIT_AVX2_INLINE vi cvtps(vi a) { return _mm256_cvtps_epi32(_mm256_castsi256_ps(a)); }
   static LOWBIT_AVX2_INLINE vi cvttps(vi a) { return _mm256_cvttps_epi32(_mm256_castsi256_ps(a)); }
-  // a where a > b (signed), else 0: `constant & (a > b)`.
-  static LOWBIT_AVX2_INLINE vi and_where_gt(vi a, vi b, vi constant) {
-    return _mm256_and_si256(_mm256_cmpgt_epi32(a, b), constant);
+  // t - constant in the lanes where a > b (signed), t elsewhere.
+  static LOWBIT_AVX2_INLINE vi sub_where_gt(vi t, vi a, vi b, vi constant) {
+    return _mm256_sub_epi32(t, _mm256_and_si256(_mm256_cmpgt_epi32(a, b), constant));
+  }
+  // t + bit N of a (two shifts isolate it: no mask constant to keep in a register).
+  template <int N>
+  static LOWBIT_AVX2_INLINE vi add_bit(vi t, vi a) {
+    return _mm256_add_epi32(t, _mm256_srli_epi32(_mm256_slli_epi32(a, 31 - N), 31));
   }
 
   // 16-bit lanes.
@@ -94,8 +99,13 @@ struct w512 {
   static LOWBIT_AVX512_INLINE vi srai(vi a) { return _mm512_srai_epi32(a, N); }
   static LOWBIT_AVX512_INLINE vi cvtps(vi a) { return _mm512_cvtps_epi32(_mm512_castsi512_ps(a)); }
   static LOWBIT_AVX512_INLINE vi cvttps(vi a) { return _mm512_cvttps_epi32(_mm512_castsi512_ps(a)); }
-  static LOWBIT_AVX512_INLINE vi and_where_gt(vi a, vi b, vi constant) {
-    return _mm512_maskz_mov_epi32(_mm512_cmpgt_epi32_mask(a, b), constant);
+  // Masked arithmetic: one instruction fewer than the AVX2 forms (32 registers hold the constants).
+  static LOWBIT_AVX512_INLINE vi sub_where_gt(vi t, vi a, vi b, vi constant) {
+    return _mm512_mask_sub_epi32(t, _mm512_cmpgt_epi32_mask(a, b), t, constant);
+  }
+  template <int N>
+  static LOWBIT_AVX512_INLINE vi add_bit(vi t, vi a) {
+    return _mm512_mask_add_epi32(t, _mm512_test_epi32_mask(a, set1(1u << N)), t, set1(1));
   }
 
   static LOWBIT_AVX512_INLINE vi sub16(vi a, vi b) { return _mm512_sub_epi16(a, b); }

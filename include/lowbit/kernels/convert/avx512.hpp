@@ -23,8 +23,13 @@
 //  - The sign and NaN come from mask registers (vpmovd2m, vpcmpgtd into k, joined by kunpck): the
 //    sign is a masked add of the sign bit (the magnitude codes are below it; FNUZ drops it where
 //    the magnitude is 0 or the 0x80 overflow code, by a masked vptestmb), NaN a masked move of the
-//    NaN code, made only when the block's largest |x| is a NaN (one compare of three maxima).
-//    The codes of NaN lanes are computed like any other and then replaced: no fallback path.
+//    NaN code, made only when a lane might be NaN: a byte code above the limit (byte layouts
+//    under a limit below 0xFF; a NaN's code saturates the packs), else the block's largest |x|
+//    above Inf (one compare of three maxima). The codes of NaN lanes are computed like any other
+//    and then replaced: no fallback path.
+//  - The shared lane arithmetic (lanes.hpp) takes the masked forms of kernels/vec.hpp where they
+//    save an instruction: the kept lsb of nearest-even is a vptestmd and a masked add (two
+//    shifts and an add on AVX2), E8M0's float-subnormal correction a masked subtract.
 //  - Tails are masked loads (zeros past the end, which encode to code 0 in every format) and an
 //    exact copy of the output bytes; the decoders' tails are masked loads and stores.
 // Path 1's subnormal codes use vcvtps2dq, which rounds as MXCSR says: the encoders run under the
@@ -74,6 +79,7 @@ struct encode_vectors {
   __m512i limit_bytes, nan_bytes, sign_bytes;    // byte layouts
   __m512i limit_words, nan_words, sign_words;    // float16, bfloat16
   __m512i magnitude_bytes;                       // 0x7F (FNUZ: no sign on 0 and 0x80)
+  bool nan_above_limit;                          // byte layouts: limit < 0xFF (encode_block)
 };
 
 LOWBIT_AVX512_INLINE encode_vectors vectors_of(const encode_setup& s) {
@@ -90,6 +96,7 @@ LOWBIT_AVX512_INLINE encode_vectors vectors_of(const encode_setup& s) {
   v.nan_words = _mm512_set1_epi16(static_cast<short>(s.nan_pos));
   v.sign_words = _mm512_set1_epi16(static_cast<short>(0x8000));
   v.magnitude_bytes = _mm512_set1_epi8(0x7F);
+  v.nan_above_limit = s.limit < 0xFF;
   return v;
 }
 
@@ -107,6 +114,12 @@ LOWBIT_AVX512_INLINE __mmask64 nan_lanes(__m512i a0, __m512i a1, __m512i a2, __m
   const __mmask32 lo = _mm512_kunpackw(_mm512_cmpgt_epi32_mask(a1, v.inf), _mm512_cmpgt_epi32_mask(a0, v.inf));
   const __mmask32 hi = _mm512_kunpackw(_mm512_cmpgt_epi32_mask(a3, v.inf), _mm512_cmpgt_epi32_mask(a2, v.inf));
   return _mm512_kunpackd(hi, lo);
+}
+
+// Whether one of 64 inputs (|x| = a0..a3) is NaN: one compare of the largest decides whether the
+// lanes are needed (three maxima and a compare instead of four compares and three mask joins).
+LOWBIT_AVX512_INLINE bool any_nan(__m512i a0, __m512i a1, __m512i a2, __m512i a3, const encode_vectors& v) {
+  return _mm512_cmpgt_epi32_mask(_mm512_max_epi32(_mm512_max_epi32(a0, a1), _mm512_max_epi32(a2, a3)), v.inf) != 0;
 }
 
 // 64 codes in element order, one per byte -> layout L at dst.
@@ -140,9 +153,6 @@ LOWBIT_AVX512_INLINE void encode_block(__m512i x0, __m512i x1, __m512i x2, __m51
   const __m512i c1 = codes16<F, RM>(x1, v, &s1, &a1);
   const __m512i c2 = codes16<F, RM>(x2, v, &s2, &a2);
   const __m512i c3 = codes16<F, RM>(x3, v, &s3, &a3);
-  // NaN: one compare of the largest |x| decides whether the lanes are needed (three maxima and a
-  // compare instead of four compares and three mask joins; NaN inputs take the masked move below).
-  const bool any_nan = _mm512_cmpgt_epi32_mask(_mm512_max_epi32(_mm512_max_epi32(a0, a1), _mm512_max_epi32(a2, a3)), v.inf) != 0;
   if constexpr (L == layout::words) {
     static_assert(F::is_signed && F::specials == special_values::ieee, "16-bit formats: float16 and bfloat16");
     // packus: per 128-bit lane, 4 words of each; the qword permutation puts them in order.
@@ -153,7 +163,7 @@ LOWBIT_AVX512_INLINE void encode_block(__m512i x0, __m512i x1, __m512i x2, __m51
     w1 = _mm512_min_epu16(w1, v.limit_words);
     w0 = _mm512_mask_add_epi16(w0, _mm512_kunpackw(s1, s0), w0, v.sign_words);
     w1 = _mm512_mask_add_epi16(w1, _mm512_kunpackw(s3, s2), w1, v.sign_words);
-    if (any_nan) {
+    if (any_nan(a0, a1, a2, a3, v)) {
       const __mmask64 nan = nan_lanes(a0, a1, a2, a3, v);
       w0 = _mm512_mask_mov_epi16(w0, static_cast<__mmask32>(nan), v.nan_words);
       w1 = _mm512_mask_mov_epi16(w1, static_cast<__mmask32>(nan >> 32), v.nan_words);
@@ -165,6 +175,11 @@ LOWBIT_AVX512_INLINE void encode_block(__m512i x0, __m512i x1, __m512i x2, __m51
     // dword 4l + k -> dword 4k + l puts the 64 bytes in element order.
     __m512i b = _mm512_packus_epi16(_mm512_packus_epi32(c0, c1), _mm512_packus_epi32(c2, c3));  // saturating
     b = _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), b);
+    // A NaN's code is at least 0x100 in every byte format (its exponent field is all ones; the
+    // codes stay below 0x8000, so the packs saturate it to 0xFF): under a limit below 0xFF, one
+    // byte compare finds every lane that might be NaN (with the overflowing ones, which are rare),
+    // in place of the three maxima and the compare.
+    const bool maybe_nan = v.nan_above_limit ? _mm512_cmpgt_epu8_mask(b, v.limit_bytes) != 0 : any_nan(a0, a1, a2, a3, v);
     b = _mm512_min_epu8(b, v.limit_bytes);
     if constexpr (F::is_signed) {
       __mmask64 neg = _mm512_kunpackd(_mm512_kunpackw(s3, s2), _mm512_kunpackw(s1, s0));
@@ -173,7 +188,7 @@ LOWBIT_AVX512_INLINE void encode_block(__m512i x0, __m512i x1, __m512i x2, __m51
       if constexpr (!F::has_negative_zero) neg = _mm512_mask_test_epi8_mask(neg, b, v.magnitude_bytes);
       b = _mm512_mask_add_epi8(b, neg, b, v.sign_bytes);
     }
-    if (any_nan) b = _mm512_mask_mov_epi8(b, nan_lanes(a0, a1, a2, a3, v), v.nan_bytes);
+    if (maybe_nan) b = _mm512_mask_mov_epi8(b, nan_lanes(a0, a1, a2, a3, v), v.nan_bytes);
     store_bytes<L>(dst, b);
   }
 }

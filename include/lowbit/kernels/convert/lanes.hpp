@@ -17,8 +17,7 @@ LOWBIT_VEC_INLINE V::vi normal_t(V::vi a, V::vi addend) {
   using nr = normal_range<F, RM>;
   const V::vi t = V::add(a, addend);
   if constexpr (RM != rounding::nearest_even) return t;
-  // + bit S of |x| (the kept lsb), isolated by two shifts (no mask constant to keep in a register).
-  return V::add(t, V::template srli<31>(V::template slli<31 - nr::S>(a)));
+  return V::template add_bit<nr::S>(t, a);  // + bit S of |x|, the kept lsb
 }
 
 // Path 1's code of |x| = a (see direct_path in avx2.hpp). d0, d1, d2: the three constants of
@@ -29,8 +28,7 @@ LOWBIT_VEC_INLINE V::vi direct_code(V::vi a, V::vi d0, V::vi d1, V::vi d2) {
   using nr = normal_range<F, RM>;
   if constexpr (direct_path<F, RM>::exponent_only) {
     if constexpr (RM == rounding::toward_zero) return V::template srli<23>(a);
-    const V::vi low = V::and_where_gt(d1, a, d2);  // 2^21 where a < 2^23
-    return V::template srli<23>(V::sub(V::add(a, d0), low));
+    return V::template srli<23>(V::sub_where_gt(V::add(a, d0), d1, a, d2));  // - 2^21 where a < 2^23
   } else {
     const V::vi normal = V::template srai<nr::S>(normal_t<F, RM>(a, d0));
     if constexpr (direct_path<F, RM>::K == 1) return normal;
