@@ -5,8 +5,8 @@
 // matrices, unaligned buffers, random blocks and the edge blocks (ties, saturation, subnormal
 // elements and inputs, all-zero, NaN, Inf, amax at the E8M0 clamps, scales outside the fast
 // range), compared byte for byte: element bytes, scale bytes, status, and dequantized values as
-// bit patterns. Each comparison runs with MXCSR FTZ+DAZ clear and set; the two paths must agree
-// in the same state.
+// bit patterns. Each comparison runs with MXCSR at its default and with FTZ+DAZ set and rounding
+// toward +Inf; the two paths must agree in the same state.
 #include <lowbit/schemes/nvfp4.hpp>
 
 #include <gtest/gtest.h>
@@ -31,11 +31,13 @@ using lb::rounding;
 using lowbit_test::float_bits;
 using lowbit_test::float_from_bits;
 
-// Each comparison runs with FTZ+DAZ clear (false) and set (true).
+// Each comparison runs with MXCSR at its default (false) and with FTZ+DAZ set and rounding toward
+// +Inf (true: the SIMD quantizers that round with vcvtps2dq must hold their own environment).
 class fp_env : public lowbit_test::mxcsr_scope {
  public:
   explicit fp_env(bool ftz_daz)
-      : lowbit_test::mxcsr_scope(ftz_daz ? lowbit_test::mxcsr_ftz | lowbit_test::mxcsr_daz : 0u) {}
+      : lowbit_test::mxcsr_scope(ftz_daz ? lowbit_test::mxcsr_ftz | lowbit_test::mxcsr_daz | lowbit_test::mxcsr_round_up
+                                         : 0u) {}
 };
 
 const bool ftz_daz_states[] = {false, true};

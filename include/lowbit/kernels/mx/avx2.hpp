@@ -3,7 +3,8 @@
 // scalar reference beside them (kernels/mx/scalar.hpp), to which they hand the rare blocks outside
 // their fast range; tests/test_kernels_block.cpp (MxKernel) compares the two byte for byte. The
 // element encoders here are shared with the NVFP4 kernels (kernels/nvfp4/avx2.hpp). Integer
-// arithmetic only: no result depends on MXCSR.
+// arithmetic only, but for the MXFP8 and MXFP6 elements under nearest-even and toward zero
+// (mx_direct), whose vcvtps2dq runs under an ieee_scope_traceless: no result depends on MXCSR.
 //
 // Every kernel takes a layout (kernels/mx/scalar.hpp: planar_layout, or ggml_fp4_layout for
 // ggml's block_mxfp4 and block_nvfp4), so the same code writes and reads lowbit's planar arrays
@@ -30,6 +31,8 @@
 #include <immintrin.h>
 
 #include "../avx2_common.hpp"
+#include "../convert/avx2.hpp"
+#include "../fp_env.hpp"
 #endif
 
 namespace lowbit {
@@ -159,6 +162,7 @@ struct enc_block {
   __m256i ks;    // K + s: a float exponent field at or above it is a normal element
   __m256i cs;    // 23 - M + K + s
   __m256i tiny;  // |x| bit patterns below this scale to less than 2^-126 (or are float subnormals)
+  __m256i s23;   // s << 23 (mx_direct)
 };
 
 template <class F>
@@ -170,6 +174,7 @@ LOWBIT_AVX2_INLINE enc_block make_enc_block(__m256i s) {
   e.ks = _mm256_add_epi32(s, set1(K));
   e.cs = _mm256_add_epi32(s, set1(23 - M + K));
   e.tiny = _mm256_slli_epi32(_mm256_max_epi32(_mm256_add_epi32(s, one), one), 23);
+  e.s23 = _mm256_slli_epi32(s, 23);
   return e;
 }
 
@@ -326,6 +331,30 @@ LOWBIT_AVX2_INLINE void store_e2m1_split16(std::uint8_t* dst, __m256i w0, __m256
   }
 }
 
+// MXFP8 and MXFP6 elements under nearest-even and toward zero take the conversion encoder's path
+// 1 instead (kernels/convert/lanes.hpp: direct_code, fewer instructions than the shift encoder:
+// on Zen 4, where a 512-bit instruction costs two 256-bit ones, the count is the speed). Its
+// input is |x| * 2^-s computed as max(|x| - (s << 23), 0) on the bit patterns, which is exact
+// wherever the exponent field of |x| exceeds s (every finite element of a block whose amax gave
+// s is at most 2^(s + emax + 1): no overflow). Elsewhere it is not, but both it and the true
+// product lie below 2^-125 (field <= s, s >= 0: a float subnormal pattern or 0) or below
+// 2^(-s - 126) <= 2^-26 (a float subnormal element and s < 0, the fast range's s >= -100), and
+// every FP8 and FP6 element rounds such values to 0 under both modes. vcvtps2dq rounds the
+// subnormal codes as MXCSR says: the entry point holds an ieee_scope_traceless.
+template <class Fmt, rounding RM, bool Int8 = mx_element_traits<Fmt>::is_int8>
+struct mx_direct : std::false_type {};
+template <class Fmt, rounding RM>
+struct mx_direct<Fmt, RM, false>
+    : std::bool_constant<::lowbit::kernels::avx2::detail::direct_path<typename mx_element_traits<Fmt>::spec, RM>::available> {
+};
+
+template <class F, rounding RM>
+constexpr ::lowbit::kernels::avx2::detail::encode_setup mx_direct_setup() {
+  ::lowbit::kernels::avx2::detail::encode_setup d;
+  ::lowbit::kernels::avx2::detail::make_direct_setup<F, RM>(d);
+  return d;
+}
+
 // Complete MX element codes (sign, and MXINT8's two's complement) of 8 values with bits b.
 template <class Fmt, rounding RM>
 LOWBIT_AVX2_INLINE __m256i mx_encode8(__m256i b, const enc_block& e, bool signed_zero) {
@@ -333,7 +362,17 @@ LOWBIT_AVX2_INLINE __m256i mx_encode8(__m256i b, const enc_block& e, bool signed
   using F = typename traits::spec;
   const __m256i a = _mm256_and_si256(b, set1(0x7FFFFFFF));
   const __m256i neg = _mm256_srai_epi32(b, 31);
-  const __m256i n = encode_magnitude<F, RM>(a, neg, e);
+  __m256i n;
+  if constexpr (mx_direct<Fmt, RM>::value) {
+    constexpr ::lowbit::kernels::avx2::detail::encode_setup d = mx_direct_setup<F, RM>();
+    const __m256i scaled = _mm256_max_epi32(_mm256_sub_epi32(a, e.s23), _mm256_setzero_si256());
+    n = ::lowbit::kernels::avx2::detail::direct_code<F, RM>(scaled, set1(static_cast<int>(d.direct[0])),
+                                                            set1(static_cast<int>(d.direct[1])),
+                                                            set1(static_cast<int>(d.direct[2])));
+    n = _mm256_min_epu32(n, set1(static_cast<int>(F::max_bits)));
+  } else {
+    n = encode_magnitude<F, RM>(a, neg, e);
+  }
   if constexpr (traits::is_int8) {
     return _mm256_and_si256(_mm256_sub_epi32(_mm256_xor_si256(n, neg), neg), set1(0xFF));
   } else {
@@ -815,6 +854,7 @@ template <class Fmt, class Src, class Out>
 LOWBIT_TARGET_AVX2 inline bool mx_quantize(const Src* src, std::size_t n, const ::lowbit::mx_options& o,
                                            const Out out) {
   const std::size_t blocks = n / o.block_size;
+  const ieee_scope_traceless env;  // mx_direct's vcvtps2dq
   return with_element_rounding(o.element_rounding, [&](auto rm) {
     return detail::mx_quantize_rm<Fmt, decltype(rm)::value>(src, blocks, o, out);
   });

@@ -162,6 +162,7 @@ LOWBIT_BLOCK512_INLINE __m512i e8m0_codes16(__m512i amax, ::lowbit::e8m0_rule ru
 
 struct enc_block16 {
   __m512i ks, cs, tiny;
+  __m512i s23;  // s << 23 (mx_direct)
 };
 
 template <class F>
@@ -173,6 +174,7 @@ LOWBIT_BLOCK512_INLINE enc_block16 make_enc_block16(__m512i s) {
   e.ks = _mm512_add_epi32(s, set1(K));
   e.cs = _mm512_add_epi32(s, set1(23 - M + K));
   e.tiny = _mm512_slli_epi32(_mm512_max_epi32(_mm512_add_epi32(s, one), one), 23);
+  e.s23 = _mm512_slli_epi32(s, 23);
   return e;
 }
 
@@ -364,7 +366,17 @@ LOWBIT_BLOCK512_INLINE __m512i mx_encode16(__m512i b, const enc_block16& e, __m5
   using F = typename traits::spec;
   const __m512i a = _mm512_and_si512(b, set1(0x7FFFFFFF));
   const __mmask16 neg = _mm512_movepi32_mask(b);
-  const __m512i n = encode_magnitude16<F, RM>(a, neg, e);
+  __m512i n;
+  if constexpr (block::avx2::detail::mx_direct<Fmt, RM>::value) {  // see there
+    constexpr ::lowbit::kernels::avx2::detail::encode_setup d = block::avx2::detail::mx_direct_setup<F, RM>();
+    const __m512i scaled = _mm512_max_epi32(_mm512_sub_epi32(a, e.s23), _mm512_setzero_si512());
+    n = ::lowbit::kernels::avx512::detail::direct_code<F, RM>(scaled, set1(static_cast<int>(d.direct[0])),
+                                                              set1(static_cast<int>(d.direct[1])),
+                                                              set1(static_cast<int>(d.direct[2])));
+    n = _mm512_min_epu32(n, set1(static_cast<int>(F::max_bits)));
+  } else {
+    n = encode_magnitude16<F, RM>(a, neg, e);
+  }
   if constexpr (traits::is_int8) {
     return _mm512_and_si512(_mm512_mask_sub_epi32(n, neg, _mm512_setzero_si512(), n), set1(0xFF));
   } else {
@@ -908,6 +920,7 @@ template <class Fmt, class Src, class Out>
 LOWBIT_TARGET_AVX512 inline bool mx_quantize(const Src* src, std::size_t n, const ::lowbit::mx_options& o,
                                              const Out out) {
   const std::size_t blocks = n / o.block_size;
+  const ieee_scope_traceless env;  // avx2::detail::mx_direct's vcvtps2dq
   return with_element_rounding(o.element_rounding, [&](auto rm) {
     return detail::mx_quantize_rm<Fmt, decltype(rm)::value>(src, blocks, o, out);
   });
