@@ -23,9 +23,9 @@
 //  - The sign and NaN come from mask registers (vpmovd2m, vpcmpgtd into k, joined by kunpck): the
 //    sign is a masked add of the sign bit (the magnitude codes are below it; FNUZ drops it where
 //    the magnitude is 0 or the 0x80 overflow code, by a masked vptestmb), NaN a masked move of the
-//    NaN code, made only when a lane might be NaN: a byte code above the limit (byte layouts
-//    under a limit below 0xFF; a NaN's code saturates the packs), else the block's largest |x|
-//    above Inf (one compare of three maxima). The codes of NaN lanes are computed like any other
+//    NaN code, made only when the block's largest |x| is a NaN (one compare of three maxima),
+//    which the byte layouts under a limit below 0xFF ask only when a code is above the limit (a
+//    NaN's code saturates the packs). The codes of NaN lanes are computed like any other
 //    and then replaced: no fallback path.
 //  - The shared lane arithmetic (lanes.hpp) takes the masked forms of kernels/vec.hpp where they
 //    save an instruction: the kept lsb of nearest-even is a vptestmd and a masked add (two
@@ -177,9 +177,9 @@ LOWBIT_AVX512_INLINE void encode_block(__m512i x0, __m512i x1, __m512i x2, __m51
     b = _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), b);
     // A NaN's code is at least 0x100 in every byte format (its exponent field is all ones; the
     // codes stay below 0x8000, so the packs saturate it to 0xFF): under a limit below 0xFF, one
-    // byte compare finds every lane that might be NaN (with the overflowing ones, which are rare),
-    // in place of the three maxima and the compare.
-    const bool maybe_nan = v.nan_above_limit ? _mm512_cmpgt_epu8_mask(b, v.limit_bytes) != 0 : any_nan(a0, a1, a2, a3, v);
+    // byte compare says whether a lane might be NaN, and only then (NaN, Inf or overflow in the
+    // block) do the three maxima and the compare run.
+    const bool maybe_nan = !v.nan_above_limit || _mm512_cmpgt_epu8_mask(b, v.limit_bytes) != 0;
     b = _mm512_min_epu8(b, v.limit_bytes);
     if constexpr (F::is_signed) {
       __mmask64 neg = _mm512_kunpackd(_mm512_kunpackw(s3, s2), _mm512_kunpackw(s1, s0));
@@ -188,7 +188,7 @@ LOWBIT_AVX512_INLINE void encode_block(__m512i x0, __m512i x1, __m512i x2, __m51
       if constexpr (!F::has_negative_zero) neg = _mm512_mask_test_epi8_mask(neg, b, v.magnitude_bytes);
       b = _mm512_mask_add_epi8(b, neg, b, v.sign_bytes);
     }
-    if (maybe_nan) b = _mm512_mask_mov_epi8(b, nan_lanes(a0, a1, a2, a3, v), v.nan_bytes);
+    if (maybe_nan && any_nan(a0, a1, a2, a3, v)) b = _mm512_mask_mov_epi8(b, nan_lanes(a0, a1, a2, a3, v), v.nan_bytes);
     store_bytes<L>(dst, b);
   }
 }
