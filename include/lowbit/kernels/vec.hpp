@@ -42,6 +42,7 @@ struct w256 {
   static LOWBIT_AVX2_INLINE vi or_(vi a, vi b) { return _mm256_or_si256(a, b); }
   static LOWBIT_AVX2_INLINE vi min(vi a, vi b) { return _mm256_min_epi32(a, b); }
   static LOWBIT_AVX2_INLINE vi max(vi a, vi b) { return _mm256_max_epi32(a, b); }
+  static LOWBIT_AVX2_INLINE vi min_u(vi a, vi b) { return _mm256_min_epu32(a, b); }
   template <int N>
   static LOWBIT_AVX2_INLINE vi srli(vi a) { return _mm256_srli_epi32(a, N); }
   template <int N>
@@ -91,6 +92,7 @@ struct w512 {
   static LOWBIT_AVX512_INLINE vi or_(vi a, vi b) { return _mm512_or_si512(a, b); }
   static LOWBIT_AVX512_INLINE vi min(vi a, vi b) { return _mm512_min_epi32(a, b); }
   static LOWBIT_AVX512_INLINE vi max(vi a, vi b) { return _mm512_max_epi32(a, b); }
+  static LOWBIT_AVX512_INLINE vi min_u(vi a, vi b) { return _mm512_min_epu32(a, b); }
   template <int N>
   static LOWBIT_AVX512_INLINE vi srli(vi a) { return _mm512_srli_epi32(a, N); }
   template <int N>

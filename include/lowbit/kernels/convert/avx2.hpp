@@ -482,7 +482,28 @@ struct direct_path {
   static_assert(!available || exponent_only || K == 1 || (K > 1 && k <= 124), "float subnormals must round to 0");
 };
 
-// The per-lane arithmetic shared with the AVX-512 kernels: normal_t, direct_code, half_twin_bits.
+template <class F, rounding RM>
+constexpr void make_direct_setup(encode_setup& s) noexcept {
+  using nr = normal_range<F, RM>;
+  if constexpr (direct_path<F, RM>::exponent_only) {
+    s.direct[0] = 1u << 22;
+    s.direct[1] = 1u << 23;
+    s.direct[2] = 1u << 21;
+  } else {
+    s.direct[0] = nr::bias - nr::mn + (1u << 23);  // normal_t's addend, with the code's base 2^M
+    s.direct[1] = nr::mn;
+    s.direct[2] = static_cast<std::uint32_t>(direct_path<F, RM>::k) << 23;
+  }
+}
+template <class F, rounding RM>
+constexpr encode_setup direct_setup() noexcept {
+  encode_setup s;
+  make_direct_setup<F, RM>(s);
+  return s;
+}
+
+// The per-lane arithmetic shared with the AVX-512 kernels: normal_t, direct_code,
+// scaled_direct_code, half_twin_bits.
 using V = w256;
 #define LOWBIT_VEC_INLINE LOWBIT_AVX2_INLINE
 #include "lanes.hpp"
@@ -779,19 +800,6 @@ LOWBIT_AVX2_INLINE bool encode_block_fast(const __m256i x[4], const __m256i r[4]
   return true;
 }
 
-template <class F, rounding RM>
-constexpr void make_direct_setup(encode_setup& s) noexcept {
-  using nr = normal_range<F, RM>;
-  if constexpr (direct_path<F, RM>::exponent_only) {
-    s.direct[0] = 1u << 22;
-    s.direct[1] = 1u << 23;
-    s.direct[2] = 1u << 21;
-  } else {
-    s.direct[0] = nr::bias - nr::mn + (1u << 23);  // normal_t's addend, with the code's base 2^M
-    s.direct[1] = nr::mn;
-    s.direct[2] = static_cast<std::uint32_t>(direct_path<F, RM>::k) << 23;
-  }
-}
 
 template <class F, rounding RM, layout L>
 LOWBIT_AVX2_INLINE bool encode_block_direct(const __m256i x[4], std::uint8_t* dst, const encode_vectors& v) {

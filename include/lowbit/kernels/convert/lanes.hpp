@@ -37,6 +37,17 @@ LOWBIT_VEC_INLINE V::vi direct_code(V::vi a, V::vi d0, V::vi d1, V::vi d2) {
   }
 }
 
+// The magnitude code of |x| * 2^-s for an MX element (kernels/mx/avx2.hpp, mx_direct, says why it
+// is exact there): path 1 on max(|x| - (s << 23), 0), saturated at the largest finite code.
+// s23: s << 23. Its constants are built here: the MX kernels' block loops keep them in registers.
+template <class F, rounding RM>
+LOWBIT_VEC_INLINE V::vi scaled_direct_code(V::vi a, V::vi s23) {
+  constexpr avx2::detail::encode_setup d = avx2::detail::direct_setup<F, RM>();
+  const V::vi scaled = V::max(V::sub(a, s23), V::set1(0));
+  const V::vi n = direct_code<F, RM>(scaled, V::set1(d.direct[0]), V::set1(d.direct[1]), V::set1(d.direct[2]));
+  return V::min_u(n, V::set1(F::max_bits));
+}
+
 // 16 (32) codes of a half_twin format, code << 8 in 16-bit lanes -> float16 patterns of value *
 // 2^(bias - 15), NaN canonical. (E5M2 is float16's top byte already; its NaN codes are made
 // canonical on the bytes, by e5m2_canonical_nan.)

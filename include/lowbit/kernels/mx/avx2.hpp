@@ -332,28 +332,22 @@ LOWBIT_AVX2_INLINE void store_e2m1_split16(std::uint8_t* dst, __m256i w0, __m256
 }
 
 // MXFP8 and MXFP6 elements under nearest-even and toward zero take the conversion encoder's path
-// 1 instead (kernels/convert/lanes.hpp: direct_code, fewer instructions than the shift encoder:
-// on Zen 4, where a 512-bit instruction costs two 256-bit ones, the count is the speed). Its
-// input is |x| * 2^-s computed as max(|x| - (s << 23), 0) on the bit patterns, which is exact
-// wherever the exponent field of |x| exceeds s (every finite element of a block whose amax gave
-// s is at most 2^(s + emax + 1): no overflow). Elsewhere it is not, but both it and the true
-// product lie below 2^-125 (field <= s, s >= 0: a float subnormal pattern or 0) or below
-// 2^(-s - 126) <= 2^-26 (a float subnormal element and s < 0, the fast range's s >= -100), and
-// every FP8 and FP6 element rounds such values to 0 under both modes. vcvtps2dq rounds the
-// subnormal codes as MXCSR says: the entry point holds an ieee_scope_traceless.
+// 1 instead (kernels/convert/lanes.hpp: scaled_direct_code over direct_code; fewer instructions
+// than the shift encoder, and on Zen 4, where a 512-bit instruction costs two 256-bit ones, the
+// count is the speed). Its input is |x| * 2^-s computed as max(|x| - (s << 23), 0) on the bit
+// patterns, which is exact wherever the exponent field of |x| exceeds s (every finite element
+// of a block whose amax gave s is below 2^(s + emax + 1): no overflow). Elsewhere it is not, but
+// both it and the true product lie below 2^-125 (field <= s, s >= 0: a float subnormal pattern
+// or 0) or below 2^(-s - 126) <= 2^-26 (a zero or float subnormal element and s < 0, the fast
+// range's s >= -100), and every FP8 and FP6 element rounds such values to 0 under both modes.
+// vcvtps2dq rounds the subnormal codes as MXCSR says: the entry point holds an
+// ieee_scope_traceless.
 template <class Fmt, rounding RM, bool Int8 = mx_element_traits<Fmt>::is_int8>
 struct mx_direct : std::false_type {};
 template <class Fmt, rounding RM>
 struct mx_direct<Fmt, RM, false>
     : std::bool_constant<::lowbit::kernels::avx2::detail::direct_path<typename mx_element_traits<Fmt>::spec, RM>::available> {
 };
-
-template <class F, rounding RM>
-constexpr ::lowbit::kernels::avx2::detail::encode_setup mx_direct_setup() {
-  ::lowbit::kernels::avx2::detail::encode_setup d;
-  ::lowbit::kernels::avx2::detail::make_direct_setup<F, RM>(d);
-  return d;
-}
 
 // Complete MX element codes (sign, and MXINT8's two's complement) of 8 values with bits b.
 template <class Fmt, rounding RM>
@@ -364,12 +358,7 @@ LOWBIT_AVX2_INLINE __m256i mx_encode8(__m256i b, const enc_block& e, bool signed
   const __m256i neg = _mm256_srai_epi32(b, 31);
   __m256i n;
   if constexpr (mx_direct<Fmt, RM>::value) {
-    constexpr ::lowbit::kernels::avx2::detail::encode_setup d = mx_direct_setup<F, RM>();
-    const __m256i scaled = _mm256_max_epi32(_mm256_sub_epi32(a, e.s23), _mm256_setzero_si256());
-    n = ::lowbit::kernels::avx2::detail::direct_code<F, RM>(scaled, set1(static_cast<int>(d.direct[0])),
-                                                            set1(static_cast<int>(d.direct[1])),
-                                                            set1(static_cast<int>(d.direct[2])));
-    n = _mm256_min_epu32(n, set1(static_cast<int>(F::max_bits)));
+    n = ::lowbit::kernels::avx2::detail::scaled_direct_code<F, RM>(a, e.s23);
   } else {
     n = encode_magnitude<F, RM>(a, neg, e);
   }

@@ -367,13 +367,8 @@ LOWBIT_BLOCK512_INLINE __m512i mx_encode16(__m512i b, const enc_block16& e, __m5
   const __m512i a = _mm512_and_si512(b, set1(0x7FFFFFFF));
   const __mmask16 neg = _mm512_movepi32_mask(b);
   __m512i n;
-  if constexpr (block::avx2::detail::mx_direct<Fmt, RM>::value) {  // see there
-    constexpr ::lowbit::kernels::avx2::detail::encode_setup d = block::avx2::detail::mx_direct_setup<F, RM>();
-    const __m512i scaled = _mm512_max_epi32(_mm512_sub_epi32(a, e.s23), _mm512_setzero_si512());
-    n = ::lowbit::kernels::avx512::detail::direct_code<F, RM>(scaled, set1(static_cast<int>(d.direct[0])),
-                                                              set1(static_cast<int>(d.direct[1])),
-                                                              set1(static_cast<int>(d.direct[2])));
-    n = _mm512_min_epu32(n, set1(static_cast<int>(F::max_bits)));
+  if constexpr (block::avx2::detail::mx_direct<Fmt, RM>::value) {
+    n = ::lowbit::kernels::avx512::detail::scaled_direct_code<F, RM>(a, e.s23);
   } else {
     n = encode_magnitude16<F, RM>(a, neg, e);
   }
