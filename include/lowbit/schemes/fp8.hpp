@@ -223,8 +223,8 @@ inline float fp8_min_scale(scale_storage f) noexcept {
 
 // How many of s[0, nb), counted from the first, are scales the format holds and the scheme
 // accepts (finite, at least 2^-126, exact in the storage format, a power of two when the options
-// ask for one). The storage switch is taken once per run of scales, not per scale: one call per
-// block of 128 elements is what a 1 x 128 blocking costs.
+// ask for one). The storage switch is taken once per run of scales, not per scale (a 1 x 128
+// blocking checks a scale every 128 values).
 inline std::size_t fp8_good_scales(const float* s, std::size_t nb, const fp8_options& o) noexcept {
   const std::uint32_t fraction = o.power_of_two_scales ? 0x007FFFFFu : 0u;
   const auto held = [fraction](float x) {

@@ -337,7 +337,8 @@ LOWBIT_TARGET_AVX512_VBMI inline void dequantize_row_vbmi(const T* q, std::size_
   }
 }
 
-// The tile's rows as the AVX2 kernel walks them: row(q, n, block_cols, scales, y) per row.
+// The tile's rows as the AVX2 kernel walks them (fp8_avx2::walk_of): row(q, n, block_cols, y) per
+// row; the row functions above take it from there.
 template <class T, class Dst, class Row>
 void dequantize_walk(const T* q, std::size_t ld, std::size_t rows, std::size_t cols, std::size_t block_cols, Dst* y,
                      bool stream, Row row) noexcept {
