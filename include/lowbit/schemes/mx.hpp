@@ -143,7 +143,8 @@ inline status mx_quantize_impl(const Src* src, std::size_t rows, std::size_t col
   if (!st) return st;
   // The AVX2 kernel (kernels/mx/avx2.hpp) writes the same bytes as the reference loop beside it
   // (kernels/mx/scalar.hpp). Both are integer (or exact) arithmetic that no MXCSR setting can
-  // change, so MX opens no FP-environment guard (NVFP4, which computes in float32, does).
+  // change, so MX opens no FP-environment guard here (NVFP4, which computes in float32, does);
+  // the SIMD quantizers' one rounding conversion (mx_direct) holds its own.
   bool nan_block = false;
 #if LOWBIT_HAS_AVX512_KERNELS
   if constexpr (kernels::block::mx_avx512_has_kernel<Fmt>) {

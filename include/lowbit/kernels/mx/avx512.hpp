@@ -5,8 +5,9 @@
 // (kernels/mx/scalar.hpp) and to the AVX2 kernel (kernels/mx/avx2.hpp), whose algorithm they
 // follow on twice the width: the same integer encoders (scale rules, E2M1 by 16-bit keys, the
 // shift encoder for the directed roundings), the same fast range and the same hand-off of NaN
-// blocks and of blocks below the fast range to the reference. Integer arithmetic only: no result
-// depends on MXCSR. The NVFP4 kernels (kernels/nvfp4/avx512.hpp) share the encoders here.
+// blocks and of blocks below the fast range to the reference, the same conversion-encoder path for
+// MXFP8 and MXFP6 under nearest-even and toward zero (mx_direct, under an ieee_scope_traceless):
+// no result depends on MXCSR. The NVFP4 kernels (kernels/nvfp4/avx512.hpp) share the encoders here.
 //
 // Where the 512-bit code differs from the AVX2 code (and why it is not the same source over a
 // width parameter): comparisons land in mask registers (so the blends, the "count the thresholds
