@@ -122,6 +122,14 @@ LOWBIT_AVX512_INLINE bool any_nan(__m512i a0, __m512i a1, __m512i a2, __m512i a3
   return _mm512_cmpgt_epi32_mask(_mm512_max_epi32(_mm512_max_epi32(a0, a1), _mm512_max_epi32(a2, a3)), v.inf) != 0;
 }
 
+// 64 codes below 256 in c0..c3 (element 16k + j in lane j of c[k]) -> one byte each, in element
+// order: two levels of saturating packs leave, per 128-bit lane l, 4 codes of each c[k], and
+// dword 4l + k -> dword 4k + l puts them in order. (Larger codes saturate to 0xFF.)
+LOWBIT_AVX512_INLINE __m512i bytes_of_codes(__m512i c0, __m512i c1, __m512i c2, __m512i c3) {
+  const __m512i b = _mm512_packus_epi16(_mm512_packus_epi32(c0, c1), _mm512_packus_epi32(c2, c3));
+  return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), b);
+}
+
 // 64 codes in element order, one per byte -> layout L at dst.
 template <layout L>
 LOWBIT_AVX512_INLINE void store_bytes(std::uint8_t* dst, __m512i b) {
@@ -171,10 +179,7 @@ LOWBIT_AVX512_INLINE void encode_block(__m512i x0, __m512i x1, __m512i x2, __m51
     _mm512_storeu_si512(dst, w0);
     _mm512_storeu_si512(dst + 64, w1);
   } else {
-    // Two levels of packs leave, per 128-bit lane l, 4 codes of each c[k] (elements 16k + 4l ..);
-    // dword 4l + k -> dword 4k + l puts the 64 bytes in element order.
-    __m512i b = _mm512_packus_epi16(_mm512_packus_epi32(c0, c1), _mm512_packus_epi32(c2, c3));  // saturating
-    b = _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), b);
+    __m512i b = bytes_of_codes(c0, c1, c2, c3);
     // A NaN's code is at least 0x100 in every byte format (its exponent field is all ones; the
     // codes stay below 0x8000, so the packs saturate it to 0xFF): under a limit below 0xFF, one
     // byte compare says whether a lane might be NaN, and only then (NaN, Inf or overflow in the

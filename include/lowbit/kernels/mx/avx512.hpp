@@ -359,20 +359,30 @@ LOWBIT_BLOCK512_INLINE void store_e2m1_split16(std::uint8_t* dst, __m512i w) {
 
 // ------------------------------------------------------------------------------------------------
 // MXFP8 and MXINT8 elements: 16 complete codes (sign, and MXINT8's two's complement) per vector,
-// through the shift encoder (avx2::detail::mx_encode8 on 16 lanes), stored with vpmovdb.
+// through the shift encoder (avx2::detail::mx_encode8 on 16 lanes), stored with vpmovdb; MXFP8
+// and MXFP6 under mx_direct through the conversion encoder, 64 values at a time
+// (mx_encode_run_direct).
+
+template <class Fmt, rounding RM>
+using mx_direct = block::avx2::detail::mx_direct<Fmt, RM>;
+
+// The complete codes of 16 values under mx_direct, for the scale exponent s (s23 = s << 23).
+template <class Fmt, rounding RM>
+LOWBIT_BLOCK512_INLINE __m512i mx_direct16(__m512i b, __m512i s23, __m512i guard) {
+  using F = typename mx_element_traits<Fmt>::spec;
+  const __m512i n = ::lowbit::kernels::avx512::detail::scaled_direct_code<F, RM>(_mm512_and_si512(b, set1(0x7FFFFFFF)), s23);
+  return _mm512_mask_or_epi32(n, _mm512_mask_cmpneq_epi32_mask(_mm512_movepi32_mask(b), n, guard), n,
+                              set1(static_cast<int>(F::sign_mask)));
+}
 
 template <class Fmt, rounding RM>
 LOWBIT_BLOCK512_INLINE __m512i mx_encode16(__m512i b, const enc_block16& e, __m512i guard) {
+  if constexpr (mx_direct<Fmt, RM>::value) return mx_direct16<Fmt, RM>(b, e.s23, guard);
   using traits = mx_element_traits<Fmt>;
   using F = typename traits::spec;
   const __m512i a = _mm512_and_si512(b, set1(0x7FFFFFFF));
   const __mmask16 neg = _mm512_movepi32_mask(b);
-  __m512i n;
-  if constexpr (block::avx2::detail::mx_direct<Fmt, RM>::value) {
-    n = ::lowbit::kernels::avx512::detail::scaled_direct_code<F, RM>(a, e.s23);
-  } else {
-    n = encode_magnitude16<F, RM>(a, neg, e);
-  }
+  const __m512i n = encode_magnitude16<F, RM>(a, neg, e);
   if constexpr (traits::is_int8) {
     return _mm512_and_si512(_mm512_mask_sub_epi32(n, neg, _mm512_setzero_si512(), n), set1(0xFF));
   } else {
@@ -446,6 +456,45 @@ LOWBIT_BLOCK512_INLINE void mx_encode_block_fp4(const Src* x, std::uint8_t* out,
   }
 }
 
+// MXFP8 and MXFP6 under mx_direct: the elements of `count` consecutive blocks of bs values as one
+// run (the planar layout keeps their codes contiguous too), 64 values a step, each vector of 16
+// with its own block's s << 23 (s23[block]). The 64 codes are packed once, by the conversion
+// encoder's packs (bytes_of_codes) and byte or sextet store, instead of per 16 (vpmovdb, or
+// store_fp6_16's seven instructions per 16 codes). A last half step (bs an odd multiple of 32)
+// takes the per-block code.
+template <class Fmt, rounding RM, class Src>
+LOWBIT_BLOCK512_INLINE void mx_encode_run_direct(const Src* x, std::uint8_t* out, std::size_t count, std::size_t bs,
+                                                 const std::int32_t* s23, const std::int32_t* s_pair, __m512i guard) {
+  constexpr bool fp6 = Fmt::element_bits == 6;
+  const std::size_t n = count * bs;
+  std::size_t i = 0, j = 0, k = 0;  // value i is value k of block j
+  const auto advance = [&j, &k, bs] {
+    k += 16;
+    if (k == bs) k = 0, ++j;
+  };
+  for (; i + 64 <= n; i += 64) {
+    const __m512i c0 = mx_direct16<Fmt, RM>(load16(x + i), _mm512_set1_epi32(s23[j]), guard);
+    advance();
+    const __m512i c1 = mx_direct16<Fmt, RM>(load16(x + i + 16), _mm512_set1_epi32(s23[j]), guard);
+    advance();
+    const __m512i c2 = mx_direct16<Fmt, RM>(load16(x + i + 32), _mm512_set1_epi32(s23[j]), guard);
+    advance();
+    const __m512i c3 = mx_direct16<Fmt, RM>(load16(x + i + 48), _mm512_set1_epi32(s23[j]), guard);
+    advance();
+    const __m512i b = ::lowbit::kernels::avx512::detail::bytes_of_codes(c0, c1, c2, c3);
+    if constexpr (fp6)
+      ::lowbit::kernels::avx512::detail::store_bytes<::lowbit::kernels::avx2::detail::layout::sextets>(out + i / 4 * 3, b);
+    else
+      _mm512_storeu_si512(out + i, b);
+  }
+  if (i < n) {  // 32 values, the second half of block j
+    if constexpr (fp6)
+      mx_encode_block_fp6<Fmt, RM>(x + i, out + i / 4 * 3, 32, s_pair[j], guard);
+    else
+      mx_encode_block_fp8<Fmt, RM>(x + i, out + i, 32, s_pair[j], guard);
+  }
+}
+
 // The lane-wise maximum of |x| (as bit patterns) over block j of `size` values (a multiple of 32).
 template <class Src>
 struct block_abs_max {
@@ -480,6 +529,7 @@ LOWBIT_TARGET_AVX512 inline bool mx_quantize_rm(const Src* src, std::size_t bloc
   const e2m1_consts16 c = make_e2m1_consts16<RM>();
   bool non_finite = false;
   alignas(64) std::int32_t s_lane[16];
+  alignas(64) std::int32_t s23_lane[16];  // s << 23 (mx_encode_run_direct)
   for (std::size_t g = 0; g < blocks; g += 16) {
     const std::size_t count = blocks - g < 16 ? blocks - g : 16;
     const Src* xg = src + g * bs;
@@ -497,13 +547,18 @@ LOWBIT_TARGET_AVX512 inline bool mx_quantize_rm(const Src* src, std::size_t bloc
     const __m512i s = _mm512_maskz_sub_epi32(static_cast<__mmask16>(~zero_block), codes, set1(127));
     _mm512_store_si512(s_lane, _mm512_or_si512(_mm512_and_si512(_mm512_slli_epi32(s, 7), set1(0xFFFF)),
                                                _mm512_slli_epi32(s, 23)));
-    for (std::size_t j = 0; j < count; ++j) {
-      if constexpr (fp4) {
-        mx_encode_block_fp4<RM, split>(xg + j * bs, out.element_ptr(g + j), bs, s_lane[j], guard, c);
-      } else if constexpr (fp6) {
-        mx_encode_block_fp6<Fmt, RM>(xg + j * bs, out.element_ptr(g + j), bs, s_lane[j], guard);
-      } else {
-        mx_encode_block_fp8<Fmt, RM>(xg + j * bs, out.element_ptr(g + j), bs, s_lane[j], guard);
+    if constexpr (!fp4 && mx_direct<Fmt, RM>::value) {
+      _mm512_store_si512(s23_lane, _mm512_slli_epi32(s, 23));
+      mx_encode_run_direct<Fmt, RM>(xg, out.element_ptr(g), count, bs, s23_lane, s_lane, guard);
+    } else {
+      for (std::size_t j = 0; j < count; ++j) {
+        if constexpr (fp4) {
+          mx_encode_block_fp4<RM, split>(xg + j * bs, out.element_ptr(g + j), bs, s_lane[j], guard, c);
+        } else if constexpr (fp6) {
+          mx_encode_block_fp6<Fmt, RM>(xg + j * bs, out.element_ptr(g + j), bs, s_lane[j], guard);
+        } else {
+          mx_encode_block_fp8<Fmt, RM>(xg + j * bs, out.element_ptr(g + j), bs, s_lane[j], guard);
+        }
       }
     }
     const unsigned nan_mask = _mm512_cmpeq_epi32_mask(codes, set1(0xFF));
