@@ -800,7 +800,6 @@ LOWBIT_AVX2_INLINE bool encode_block_fast(const __m256i x[4], const __m256i r[4]
   return true;
 }
 
-
 template <class F, rounding RM, layout L>
 LOWBIT_AVX2_INLINE bool encode_block_direct(const __m256i x[4], std::uint8_t* dst, const encode_vectors& v) {
   __m256i signs[2];

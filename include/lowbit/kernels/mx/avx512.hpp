@@ -377,17 +377,20 @@ LOWBIT_BLOCK512_INLINE __m512i mx_direct16(__m512i b, __m512i s23, __m512i guard
 
 template <class Fmt, rounding RM>
 LOWBIT_BLOCK512_INLINE __m512i mx_encode16(__m512i b, const enc_block16& e, __m512i guard) {
-  if constexpr (mx_direct<Fmt, RM>::value) return mx_direct16<Fmt, RM>(b, e.s23, guard);
   using traits = mx_element_traits<Fmt>;
   using F = typename traits::spec;
-  const __m512i a = _mm512_and_si512(b, set1(0x7FFFFFFF));
-  const __mmask16 neg = _mm512_movepi32_mask(b);
-  const __m512i n = encode_magnitude16<F, RM>(a, neg, e);
-  if constexpr (traits::is_int8) {
-    return _mm512_and_si512(_mm512_mask_sub_epi32(n, neg, _mm512_setzero_si512(), n), set1(0xFF));
+  if constexpr (mx_direct<Fmt, RM>::value) {
+    return mx_direct16<Fmt, RM>(b, e.s23, guard);
   } else {
-    return _mm512_mask_or_epi32(n, _mm512_mask_cmpneq_epi32_mask(neg, n, guard), n,
-                                set1(static_cast<int>(F::sign_mask)));
+    const __m512i a = _mm512_and_si512(b, set1(0x7FFFFFFF));
+    const __mmask16 neg = _mm512_movepi32_mask(b);
+    const __m512i n = encode_magnitude16<F, RM>(a, neg, e);
+    if constexpr (traits::is_int8) {
+      return _mm512_and_si512(_mm512_mask_sub_epi32(n, neg, _mm512_setzero_si512(), n), set1(0xFF));
+    } else {
+      return _mm512_mask_or_epi32(n, _mm512_mask_cmpneq_epi32_mask(neg, n, guard), n,
+                                  set1(static_cast<int>(F::sign_mask)));
+    }
   }
 }
 
@@ -529,7 +532,8 @@ LOWBIT_TARGET_AVX512 inline bool mx_quantize_rm(const Src* src, std::size_t bloc
   const e2m1_consts16 c = make_e2m1_consts16<RM>();
   bool non_finite = false;
   alignas(64) std::int32_t s_lane[16];
-  alignas(64) std::int32_t s23_lane[16];  // s << 23 (mx_encode_run_direct)
+  alignas(64) std::int32_t s23_lane[16];  // s << 23 (mx_encode_run_direct; s_lane's top bits, kept
+                                          // apart so that a vector takes it by a broadcast load)
   for (std::size_t g = 0; g < blocks; g += 16) {
     const std::size_t count = blocks - g < 16 ? blocks - g : 16;
     const Src* xg = src + g * bs;
