@@ -1251,11 +1251,14 @@ std::vector<std::uint8_t> block_bytes(const std::vector<Block>& b) {
   return bytes_of(reinterpret_cast<const std::uint8_t*>(b.data()), b.size() * sizeof(Block));
 }
 
+// Block kinds of fill_blocks; kinds 3, 4 and 12 hold subnormals.
+constexpr int block_kinds = 13;
+bool subnormal_kind(std::size_t kind) { return kind == 3 || kind == 4 || kind == 12; }
 void fill_blocks(std::vector<float>& x, std::size_t blocks, int variant, std::mt19937& gen) {
   x.assign(blocks * 32, 0.0f);
   for (std::size_t b = 0; b < blocks; ++b) {
     float* xb = x.data() + b * 32;
-    const int kind = (variant + static_cast<int>(b)) % 9;
+    const int kind = (variant + static_cast<int>(b)) % block_kinds;
     for (std::size_t j = 0; j < 32; ++j) {
       switch (kind) {
         case 0: xb[j] = random_wide(gen, -10, 10); break;
@@ -1266,6 +1269,10 @@ void fill_blocks(std::vector<float>& x, std::size_t blocks, int variant, std::mt
         case 5: xb[j] = (j % 2 ? -1.0f : 1.0f) * 8.0f; break;  // +max and -max of equal magnitude
         case 6: xb[j] = static_cast<float>(static_cast<int>(gen() % 255) - 127) / 127.0f * 3.0f; break;
         case 7: xb[j] = j == 0 ? -0.0f : 0.0f; break;
+        case 9: xb[j] = -0.0f; break;  // Q4_0's max stays +0
+        case 10: xb[j] = j == 5 ? -6.0f : j == 20 ? 6.0f : random_wide(gen, -3, 1); break;  // -max first
+        case 11: xb[j] = j == 30 ? -6.0f : static_cast<float>(j % 7) - 3.0f; break;  // negative max only
+        case 12: xb[j] = j % 3 == 0 ? 0.0f : random_wide(gen, -149, -135); break;  // id = Inf, 0 * id NaN
         default: xb[j] = std::nextafter(static_cast<float>(static_cast<int>(gen() % 17) - 8) + 0.5f, 0.0f); break;
       }
     }
@@ -1335,7 +1342,7 @@ TEST(KernelsIntegerGgml, SameStateOnNormalBlocks) {
   std::vector<float> x;
   fill_blocks(x, 64, 0, gen);
   for (std::size_t b = 0; b < 64; ++b) {
-    if ((b % 9) == 3 || (b % 9) == 4) {
+    if (subnormal_kind(b % static_cast<std::size_t>(block_kinds))) {
       for (std::size_t j = 0; j < 32; ++j) x[b * 32 + j] = 1.5f;
     }
   }

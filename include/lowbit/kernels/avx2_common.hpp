@@ -43,6 +43,10 @@ inline constexpr std::size_t stream_threshold_bytes = std::size_t{16} << 20;
 struct max_epi32_op {
   LOWBIT_AVX2_INLINE __m256i operator()(__m256i a, __m256i b) const { return _mm256_max_epi32(a, b); }
 };
+// Lane-wise unsigned 32-bit maximum, for reduce8.
+struct max_epu32_op {
+  LOWBIT_AVX2_INLINE __m256i operator()(__m256i a, __m256i b) const { return _mm256_max_epu32(a, b); }
+};
 
 // Lane k of the result = op folded over the lanes of v[k] (an 8x8 transpose folded into op, which
 // must be commutative and associative on the values at hand).

@@ -46,7 +46,34 @@ LOWBIT_AVX2_INLINE __m256i block_absmax8(const float* x, std::size_t m) {
   return reduce8_max_epi32(v);
 }
 
-// The first element of a block whose magnitude has the bits `amax` (ggml keeps the first on ties).
+// ggml's Q4_0 scale comes from the first element of largest magnitude, sign included. Lane k of
+// `smax` / `umax`: the largest bit pattern of block k as signed / unsigned 32-bit integers (the
+// others 0). A positive element of magnitude a exists iff smax = a; a negative one iff
+// umax = a | sign (every negative pattern is above every positive one unsigned, and ordered by
+// magnitude among them); a = max(|smax|, |umax|).
+LOWBIT_AVX2_INLINE void block_extremes8(const float* x, std::size_t m, __m256i* smax, __m256i* umax) {
+  __m256i s[8];
+  __m256i u[8];
+  for (std::size_t k = 0; k < 8; ++k) {
+    if (k < m) {
+      const float* xb = x + k * 32;
+      const __m256i v0 = _mm256_castps_si256(_mm256_loadu_ps(xb));
+      const __m256i v1 = _mm256_castps_si256(_mm256_loadu_ps(xb + 8));
+      const __m256i v2 = _mm256_castps_si256(_mm256_loadu_ps(xb + 16));
+      const __m256i v3 = _mm256_castps_si256(_mm256_loadu_ps(xb + 24));
+      s[k] = _mm256_max_epi32(_mm256_max_epi32(v0, v1), _mm256_max_epi32(v2, v3));
+      u[k] = _mm256_max_epu32(_mm256_max_epu32(v0, v1), _mm256_max_epu32(v2, v3));
+    } else {
+      s[k] = _mm256_setzero_si256();
+      u[k] = _mm256_setzero_si256();
+    }
+  }
+  *smax = reduce8_max_epi32(s);
+  *umax = reduce8(u, max_epu32_op{});
+}
+
+// The first element of a block whose magnitude has the bits `amax`: the scalar search for a block
+// that holds both +a and -a.
 LOWBIT_AVX2_INLINE float first_with_magnitude(const float* xb, std::uint32_t amax) {
   const __m256i t = _mm256_set1_epi32(static_cast<int>(amax));
   const std::uint32_t hit = lanes_of(_mm256_cmpeq_epi32(abs_bits(_mm256_loadu_ps(xb)), t)) |
@@ -56,27 +83,60 @@ LOWBIT_AVX2_INLINE float first_with_magnitude(const float* xb, std::uint32_t ama
   return xb[lowest_bit(hit)];
 }
 
+// 8 Q4_0 codes: min(15, trunc(x * id + 8.5)) with NaN and negatives 0, in 32-bit lanes where a
+// NaN or a negative is left as a negative integer (the unsigned pack in q4_nibbles makes it 0).
+// min(15, t) with 15 first keeps a NaN t, which converts to INT_MIN.
+LOWBIT_AVX2_INLINE __m256i q4_codes8(const float* x, __m256 id) {
+  const __m256 t = _mm256_add_ps(no_fma(_mm256_mul_ps(_mm256_loadu_ps(x), id)), _mm256_set1_ps(8.5f));
+  return _mm256_cvttps_epi32(_mm256_min_ps(_mm256_set1_ps(15.0f), t));
+}
+
+// A block's 32 codes (element 8i + j in lane j of q_i, at most 15) -> ggml's 16 bytes: element j
+// in the low nibble of byte j, element j + 16 in the high one. After the packs, each 128-bit lane
+// holds four dwords of four codes (elements 0-3, 8-11, 16-19, 24-27 in the low lane, 4-7, 12-15,
+// 20-23, 28-31 in the high one): dwords 2 and 3 are the high nibbles of dwords 0 and 1.
+LOWBIT_AVX2_INLINE __m128i q4_nibbles(__m256i q0, __m256i q1, __m256i q2, __m256i q3) {
+  const __m256i b = _mm256_packus_epi16(_mm256_packs_epi32(q0, q1), _mm256_packs_epi32(q2, q3));
+  const __m256i n = _mm256_or_si256(b, _mm256_slli_epi16(_mm256_srli_si256(b, 8), 4));
+  return _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(n, _mm256_setr_epi32(0, 4, 1, 5, 0, 4, 1, 5)));
+}
+
 // Stops at the first block with NaN or Inf (non_finite_input) or whose scale overflows fp16
 // (scale_overflow): that block and the ones after it are not written.
 // ggml_quantize_q4_0: max = the first element of largest magnitude, d = max / -8, id = 1/d,
 // code = min(15, trunc(x * id + 8.5)) (NaN and negatives 0).
 LOWBIT_TARGET_AVX2 inline errc quantize_q4_0(const float* x, std::size_t blocks, ggml_block_q4_0* y) noexcept {
-  const __m256 c85 = _mm256_set1_ps(8.5f);
-  const __m256 c15 = _mm256_set1_ps(15.0f);
-  const __m256 zero = _mm256_setzero_ps();
+  const __m256i sign = _mm256_set1_epi32(static_cast<int>(0x80000000u));
   for (std::size_t b0 = 0; b0 < blocks; b0 += 8) {
     const std::size_t m = blocks - b0 < 8 ? blocks - b0 : 8;
     const float* xb0 = x + b0 * 32;
     prefetch_group_after_next(xb0, b0, blocks);
-    const __m256i amax = block_absmax8(xb0, m);
+    __m256i smax;
+    __m256i umax;
+    block_extremes8(xb0, m, &smax, &umax);
+    const __m256i amax = _mm256_max_epi32(abs_bits(_mm256_castsi256_ps(smax)), abs_bits(_mm256_castsi256_ps(umax)));
     const std::uint32_t bad_input = lanes_of(_mm256_cmpgt_epi32(amax, _mm256_set1_epi32(0x7F7FFFFF))) & ((1u << m) - 1u);
-    alignas(32) std::uint32_t av[8];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(av), amax);
-    alignas(32) float mv[8] = {};
     const std::size_t valid = bad_input != 0 ? lowest_bit(bad_input) : m;
-    for (std::size_t k = 0; k < valid; ++k) mv[k] = av[k] != 0 ? first_with_magnitude(xb0 + k * 32, av[k]) : 0.0f;
-    const __m256 d = _mm256_div_ps(_mm256_load_ps(mv), _mm256_set1_ps(-8.0f));
-    const __m256 nonzero = _mm256_cmp_ps(d, zero, _CMP_NEQ_OQ);
+    // max = +a where a positive element reaches a (or a = 0: ggml's max starts at +0), else -a.
+    const __m256i positive = _mm256_or_si256(_mm256_cmpeq_epi32(smax, amax), _mm256_cmpeq_epi32(amax, _mm256_setzero_si256()));
+    __m256 mv = _mm256_castsi256_ps(_mm256_or_si256(amax, _mm256_andnot_si256(positive, sign)));
+    const __m256i negative = _mm256_cmpeq_epi32(umax, _mm256_or_si256(amax, sign));
+    std::uint32_t both = lanes_of(_mm256_and_si256(_mm256_andnot_si256(_mm256_cmpeq_epi32(amax, _mm256_setzero_si256()),
+                                                                       _mm256_cmpeq_epi32(smax, amax)), negative)) &
+                         ((1u << valid) - 1u);
+    if (both != 0) {  // +a and -a: the first one counts
+      alignas(32) float mf[8];
+      _mm256_store_ps(mf, mv);
+      alignas(32) std::uint32_t av[8];
+      _mm256_store_si256(reinterpret_cast<__m256i*>(av), amax);
+      for (; both != 0; both &= both - 1u) {
+        const std::size_t k = lowest_bit(both);
+        mf[k] = first_with_magnitude(xb0 + k * 32, av[k]);
+      }
+      mv = _mm256_load_ps(mf);
+    }
+    const __m256 d = _mm256_div_ps(mv, _mm256_set1_ps(-8.0f));
+    const __m256 nonzero = _mm256_cmp_ps(d, _mm256_setzero_ps(), _CMP_NEQ_OQ);
     const __m256 id = _mm256_and_ps(_mm256_div_ps(_mm256_set1_ps(1.0f), d), nonzero);  // 0 where d is 0
     const __m128i h = _mm256_cvtps_ph(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     const std::uint32_t overflow =
@@ -90,19 +150,10 @@ LOWBIT_TARGET_AVX2 inline errc quantize_q4_0(const float* x, std::size_t blocks,
     for (std::size_t k = 0; k < done; ++k) {
       const float* xb = xb0 + k * 32;
       const __m256 idv = _mm256_set1_ps(iv[k]);
-      __m256i q[4];
-      for (int i = 0; i < 4; ++i) {
-        const __m256 t = _mm256_add_ps(no_fma(_mm256_mul_ps(_mm256_loadu_ps(xb + 8 * i), idv)), c85);
-        q[i] = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(t, zero), c15));  // NaN -> 0
-      }
-      const __m256i lo = _mm256_or_si256(q[0], _mm256_slli_epi32(q[2], 4));  // bytes 0..7
-      const __m256i hi = _mm256_or_si256(q[1], _mm256_slli_epi32(q[3], 4));  // bytes 8..15
-      const __m256i w = _mm256_packus_epi32(lo, hi);
-      const __m256i bytes =
-          _mm256_permutevar8x32_epi32(_mm256_packus_epi16(w, w), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
       ggml_block_q4_0* yb = y + b0 + k;
       yb->d = hv[k];
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(yb->qs), _mm256_castsi256_si128(bytes));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(yb->qs), q4_nibbles(q4_codes8(xb, idv), q4_codes8(xb + 8, idv),
+                                                                        q4_codes8(xb + 16, idv), q4_codes8(xb + 24, idv)));
     }
     if (done < valid) return errc::scale_overflow;
     if (valid < m) return errc::non_finite_input;
