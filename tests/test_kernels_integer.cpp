@@ -1349,11 +1349,13 @@ TEST(KernelsIntegerGgml, SameStateOnNormalBlocks) {
   std::vector<lowbit::ggml_block_q4_0> a(64), c(64);
   std::vector<lowbit::ggml_block_q8_0> a8(64), c8(64);
   ASSERT_TRUE(run_on(isa::scalar, fpenv::ftz_daz, [&] { return lowbit::ggml_quantize_q4_0(x.data(), 1, x.size(), a.data()); }).ok());
-  ASSERT_TRUE(run_on(isa::avx2, fpenv::ftz_daz, [&] { return lowbit::ggml_quantize_q4_0(x.data(), 1, x.size(), c.data()); }).ok());
   ASSERT_TRUE(run_on(isa::scalar, fpenv::ftz_daz, [&] { return lowbit::ggml_quantize_q8_0(x.data(), 1, x.size(), a8.data()); }).ok());
-  ASSERT_TRUE(run_on(isa::avx2, fpenv::ftz_daz, [&] { return lowbit::ggml_quantize_q8_0(x.data(), 1, x.size(), c8.data()); }).ok());
-  EXPECT_EQ(block_bytes(a), block_bytes(c));
-  EXPECT_EQ(block_bytes(a8), block_bytes(c8));
+  for (const isa path : lowbit_test::simd_paths()) {
+    ASSERT_TRUE(run_on(path, fpenv::ftz_daz, [&] { return lowbit::ggml_quantize_q4_0(x.data(), 1, x.size(), c.data()); }).ok());
+    ASSERT_TRUE(run_on(path, fpenv::ftz_daz, [&] { return lowbit::ggml_quantize_q8_0(x.data(), 1, x.size(), c8.data()); }).ok());
+    EXPECT_EQ(block_bytes(a), block_bytes(c)) << lowbit::isa_name(path);
+    EXPECT_EQ(block_bytes(a8), block_bytes(c8)) << lowbit::isa_name(path);
+  }
 }
 
 // Random shapes for the vector widths: group lengths around multiples of 16 and 32 (the AVX-512

@@ -101,62 +101,147 @@ LOWBIT_AVX2_INLINE __m128i q4_nibbles(__m256i q0, __m256i q1, __m256i q2, __m256
   return _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(n, _mm256_setr_epi32(0, 4, 1, 5, 0, 4, 1, 5)));
 }
 
+// ------------------------------------------------------------------------------------------------
+// The quantizers: per batch of 8 blocks the scales (shared with the AVX-512 kernels, avx512.hpp),
+// then each block's codes.
+
+// A batch's fp16 scales and the multipliers of its codes, and where it stops.
+struct batch8 {
+  alignas(32) float id[8];
+  alignas(16) std::uint16_t d[8];
+  std::size_t done;  // the blocks to write: those before the first error
+  errc stop;         // errc::ok, or the error of block `done`
+};
+
+// id = 1/d (0 where d is 0) and the fp16 bits of d for the first `valid` of m blocks (the blocks
+// from `valid` on, if any, hold NaN or Inf). Stops at the first block whose scale overflows
+// fp16 (ggml would store Inf).
+LOWBIT_AVX2_INLINE void finish_batch(__m256 d, std::size_t valid, std::size_t m, batch8* r) {
+  const __m256 nonzero = _mm256_cmp_ps(d, _mm256_setzero_ps(), _CMP_NEQ_OQ);
+  _mm256_store_ps(r->id, _mm256_and_ps(_mm256_div_ps(_mm256_set1_ps(1.0f), d), nonzero));
+  const __m128i h = _mm256_cvtps_ph(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  _mm_store_si128(reinterpret_cast<__m128i*>(r->d), h);
+  const std::uint32_t overflow =
+      lanes_of(_mm256_cmpeq_epi32(_mm256_and_si256(_mm256_cvtepu16_epi32(h), _mm256_set1_epi32(0x7FFF)),
+                                  _mm256_set1_epi32(0x7C00))) & ((1u << valid) - 1u);
+  r->done = overflow != 0 ? lowest_bit(overflow) : valid;
+  r->stop = r->done < valid ? errc::scale_overflow : valid < m ? errc::non_finite_input : errc::ok;
+}
+
+// The first of m blocks whose lane of `amax` (largest |x| as bits) is NaN or Inf, or m.
+LOWBIT_AVX2_INLINE std::size_t finite_blocks(__m256i amax, std::size_t m) {
+  const std::uint32_t bad = lanes_of(_mm256_cmpgt_epi32(amax, _mm256_set1_epi32(0x7F7FFFFF))) & ((1u << m) - 1u);
+  return bad != 0 ? lowest_bit(bad) : m;
+}
+
+// ggml_quantize_q4_0: max = the first element of largest magnitude, d = max / -8, id = 1/d;
+// smax / umax as block_extremes8 gives them.
+LOWBIT_AVX2_INLINE void q4_0_batch(const float* xb0, std::size_t m, __m256i smax, __m256i umax, batch8* r) {
+  const __m256i sign = _mm256_set1_epi32(static_cast<int>(0x80000000u));
+  const __m256i zero = _mm256_setzero_si256();
+  const __m256i amax = _mm256_max_epi32(abs_bits(_mm256_castsi256_ps(smax)), abs_bits(_mm256_castsi256_ps(umax)));
+  const std::size_t valid = finite_blocks(amax, m);
+  // max = +a where a positive element reaches a (or a = 0: ggml's max starts at +0), else -a.
+  const __m256i plus = _mm256_cmpeq_epi32(smax, amax);
+  const __m256i a_zero = _mm256_cmpeq_epi32(amax, zero);
+  __m256 mv = _mm256_castsi256_ps(_mm256_or_si256(amax, _mm256_andnot_si256(_mm256_or_si256(plus, a_zero), sign)));
+  const __m256i minus = _mm256_cmpeq_epi32(umax, _mm256_or_si256(amax, sign));
+  std::uint32_t both = lanes_of(_mm256_andnot_si256(a_zero, _mm256_and_si256(plus, minus))) & ((1u << valid) - 1u);
+  if (both != 0) {  // +a and -a: the first one counts
+    alignas(32) float mf[8];
+    _mm256_store_ps(mf, mv);
+    alignas(32) std::uint32_t av[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(av), amax);
+    for (; both != 0; both &= both - 1u) {
+      const std::size_t k = lowest_bit(both);
+      mf[k] = first_with_magnitude(xb0 + k * 32, av[k]);
+    }
+    mv = _mm256_load_ps(mf);
+  }
+  finish_batch(_mm256_div_ps(mv, _mm256_set1_ps(-8.0f)), valid, m, r);
+}
+
+// ggml_quantize_q8_0: d = amax / 127, id = 1/d (0 for d = 0); amax as block_absmax8 gives it.
+LOWBIT_AVX2_INLINE void q8_0_batch(__m256i amax, std::size_t m, batch8* r) {
+  finish_batch(_mm256_div_ps(_mm256_castsi256_ps(amax), _mm256_set1_ps(127.0f)), finite_blocks(amax, m), m, r);
+}
+
+// Q4_0 codes: min(15, trunc(x * id + 8.5)) (NaN and negatives 0).
+LOWBIT_AVX2_INLINE void q4_0_block(const float* xb, float id, std::uint8_t* qs) {
+  const __m256 idv = _mm256_set1_ps(id);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(qs), q4_nibbles(q4_codes8(xb, idv), q4_codes8(xb + 8, idv),
+                                                             q4_codes8(xb + 16, idv), q4_codes8(xb + 24, idv)));
+}
+
+// Q8_0 codes: q = roundf(x * id), which the reference clamps to +-127. roundf is trunc(v + copysign(0.49999997,
+// v)): exact for |v| < 2^23 under nearest-even (a fraction below 1/2 stays more than half an ulp
+// short of the next integer). With id finite, |x| <= amax and id = 1/d, d = amax/127 each rounded
+// once (relative error 2^-24, or 2^-21 where d is a float subnormal at or above 2^-128), so
+// |x * id| < 127 (1 + 2^-20) and |q| <= 127: the clamp has nothing to do.
+LOWBIT_AVX2_INLINE __m256i q8_codes8(const float* x, __m256 id) {
+  const __m256 t = no_fma(_mm256_mul_ps(_mm256_loadu_ps(x), id));
+  const __m256 bias = _mm256_or_ps(_mm256_and_ps(t, _mm256_set1_ps(-0.0f)), _mm256_set1_ps(0.49999997f));
+  return _mm256_cvttps_epi32(_mm256_add_ps(t, bias));
+}
+
+// A block whose id overflows (amax below 127 * 2^-128): the products are +-Inf or NaN, rounded
+// literally and clamped to +-127. (The AVX-512 kernel takes it too.)
+LOWBIT_AVX2_INLINE void q8_0_block_inf(const float* xb, float id, std::int8_t* qs) {
+  const __m256 idv = _mm256_set1_ps(id);
+  __m256i q[4];
+  for (int i = 0; i < 4; ++i) {
+    __m256 t = _mm256_mul_ps(_mm256_loadu_ps(xb + 8 * i), idv);
+    t = _mm256_and_ps(t, _mm256_cmp_ps(t, t, _CMP_ORD_Q));  // NaN (0 * Inf) -> 0
+    t = _mm256_min_ps(_mm256_max_ps(t, _mm256_set1_ps(-127.0f)), _mm256_set1_ps(127.0f));
+    const __m256 tr = _mm256_round_ps(t, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    const __m256 frac = _mm256_castsi256_ps(abs_bits(_mm256_sub_ps(t, tr)));
+    const __m256i up = _mm256_castps_si256(_mm256_cmp_ps(frac, _mm256_set1_ps(0.5f), _CMP_GE_OQ));
+    const __m256i sgn = _mm256_or_si256(_mm256_srai_epi32(_mm256_castps_si256(t), 31), _mm256_set1_epi32(1));
+    q[i] = _mm256_add_epi32(_mm256_cvttps_epi32(tr), _mm256_and_si256(up, sgn));
+  }
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs), pack_signed32(q[0], q[1], q[2], q[3]));
+}
+
+LOWBIT_AVX2_INLINE void q8_0_block(const float* xb, float id, std::int8_t* qs) {
+  if ((float_bits(id) & 0x7F800000u) == 0x7F800000u) return q8_0_block_inf(xb, id, qs);
+  const __m256 idv = _mm256_set1_ps(id);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs), pack_signed32(q8_codes8(xb, idv), q8_codes8(xb + 8, idv),
+                                                                    q8_codes8(xb + 16, idv), q8_codes8(xb + 24, idv)));
+}
+
 // Stops at the first block with NaN or Inf (non_finite_input) or whose scale overflows fp16
 // (scale_overflow): that block and the ones after it are not written.
-// ggml_quantize_q4_0: max = the first element of largest magnitude, d = max / -8, id = 1/d,
-// code = min(15, trunc(x * id + 8.5)) (NaN and negatives 0).
 LOWBIT_TARGET_AVX2 inline errc quantize_q4_0(const float* x, std::size_t blocks, ggml_block_q4_0* y) noexcept {
-  const __m256i sign = _mm256_set1_epi32(static_cast<int>(0x80000000u));
   for (std::size_t b0 = 0; b0 < blocks; b0 += 8) {
-    const std::size_t m = blocks - b0 < 8 ? blocks - b0 : 8;
     const float* xb0 = x + b0 * 32;
     prefetch_group_after_next(xb0, b0, blocks);
+    const std::size_t m = blocks - b0 < 8 ? blocks - b0 : 8;
     __m256i smax;
     __m256i umax;
     block_extremes8(xb0, m, &smax, &umax);
-    const __m256i amax = _mm256_max_epi32(abs_bits(_mm256_castsi256_ps(smax)), abs_bits(_mm256_castsi256_ps(umax)));
-    const std::uint32_t bad_input = lanes_of(_mm256_cmpgt_epi32(amax, _mm256_set1_epi32(0x7F7FFFFF))) & ((1u << m) - 1u);
-    const std::size_t valid = bad_input != 0 ? lowest_bit(bad_input) : m;
-    // max = +a where a positive element reaches a (or a = 0: ggml's max starts at +0), else -a.
-    const __m256i positive = _mm256_or_si256(_mm256_cmpeq_epi32(smax, amax), _mm256_cmpeq_epi32(amax, _mm256_setzero_si256()));
-    __m256 mv = _mm256_castsi256_ps(_mm256_or_si256(amax, _mm256_andnot_si256(positive, sign)));
-    const __m256i negative = _mm256_cmpeq_epi32(umax, _mm256_or_si256(amax, sign));
-    std::uint32_t both = lanes_of(_mm256_and_si256(_mm256_andnot_si256(_mm256_cmpeq_epi32(amax, _mm256_setzero_si256()),
-                                                                       _mm256_cmpeq_epi32(smax, amax)), negative)) &
-                         ((1u << valid) - 1u);
-    if (both != 0) {  // +a and -a: the first one counts
-      alignas(32) float mf[8];
-      _mm256_store_ps(mf, mv);
-      alignas(32) std::uint32_t av[8];
-      _mm256_store_si256(reinterpret_cast<__m256i*>(av), amax);
-      for (; both != 0; both &= both - 1u) {
-        const std::size_t k = lowest_bit(both);
-        mf[k] = first_with_magnitude(xb0 + k * 32, av[k]);
-      }
-      mv = _mm256_load_ps(mf);
+    batch8 r;
+    q4_0_batch(xb0, m, smax, umax, &r);
+    for (std::size_t k = 0; k < r.done; ++k) {
+      y[b0 + k].d = r.d[k];
+      q4_0_block(xb0 + k * 32, r.id[k], y[b0 + k].qs);
     }
-    const __m256 d = _mm256_div_ps(mv, _mm256_set1_ps(-8.0f));
-    const __m256 nonzero = _mm256_cmp_ps(d, _mm256_setzero_ps(), _CMP_NEQ_OQ);
-    const __m256 id = _mm256_and_ps(_mm256_div_ps(_mm256_set1_ps(1.0f), d), nonzero);  // 0 where d is 0
-    const __m128i h = _mm256_cvtps_ph(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const std::uint32_t overflow =
-        lanes_of(_mm256_cmpeq_epi32(_mm256_and_si256(_mm256_cvtepu16_epi32(h), _mm256_set1_epi32(0x7FFF)),
-                                    _mm256_set1_epi32(0x7C00))) & ((1u << valid) - 1u);
-    const std::size_t done = overflow != 0 ? lowest_bit(overflow) : valid;
-    alignas(16) std::uint16_t hv[8];
-    _mm_store_si128(reinterpret_cast<__m128i*>(hv), h);
-    alignas(32) float iv[8];
-    _mm256_store_ps(iv, id);
-    for (std::size_t k = 0; k < done; ++k) {
-      const float* xb = xb0 + k * 32;
-      const __m256 idv = _mm256_set1_ps(iv[k]);
-      ggml_block_q4_0* yb = y + b0 + k;
-      yb->d = hv[k];
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(yb->qs), q4_nibbles(q4_codes8(xb, idv), q4_codes8(xb + 8, idv),
-                                                                        q4_codes8(xb + 16, idv), q4_codes8(xb + 24, idv)));
+    if (r.stop != errc::ok) return r.stop;
+  }
+  return errc::ok;
+}
+
+LOWBIT_TARGET_AVX2 inline errc quantize_q8_0(const float* x, std::size_t blocks, ggml_block_q8_0* y) noexcept {
+  for (std::size_t b0 = 0; b0 < blocks; b0 += 8) {
+    const float* xb0 = x + b0 * 32;
+    prefetch_group_after_next(xb0, b0, blocks);
+    const std::size_t m = blocks - b0 < 8 ? blocks - b0 : 8;
+    batch8 r;
+    q8_0_batch(block_absmax8(xb0, m), m, &r);
+    for (std::size_t k = 0; k < r.done; ++k) {
+      y[b0 + k].d = r.d[k];
+      q8_0_block(xb0 + k * 32, r.id[k], y[b0 + k].qs);
     }
-    if (done < valid) return errc::scale_overflow;
-    if (valid < m) return errc::non_finite_input;
+    if (r.stop != errc::ok) return r.stop;
   }
   return errc::ok;
 }
@@ -171,68 +256,6 @@ LOWBIT_TARGET_AVX2 inline void dequantize_q4_0(const ggml_block_q4_0* x, std::si
     const __m256i codes = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(qs, 4), low), _mm_and_si128(qs, low));
     values32_small<Stream>(codes, eight, d, y + b * 32);
   }
-}
-
-// ggml_quantize_q8_0: d = amax / 127, id = 1/d (0 for d = 0), q = roundf(x * id) clamped to
-// +-127 (NaN 0). roundf is trunc(v + copysign(0.49999997, v)): exact for |v| < 2^23 under
-// nearest-even (a fraction below 1/2 stays more than half an ulp short of the next integer).
-// A block whose id overflows (amax below 127 * 2^-128) takes the literal path.
-LOWBIT_TARGET_AVX2 inline errc quantize_q8_0(const float* x, std::size_t blocks, ggml_block_q8_0* y) noexcept {
-  const __m256 lim = _mm256_set1_ps(127.0f);
-  const __m256 nlim = _mm256_set1_ps(-127.0f);
-  const __m256 half = _mm256_set1_ps(0.5f);
-  const __m256 below_half = _mm256_set1_ps(0.49999997f);
-  const __m256 sign = _mm256_set1_ps(-0.0f);
-  const __m256i minus127 = _mm256_set1_epi8(-127);
-  for (std::size_t b0 = 0; b0 < blocks; b0 += 8) {
-    const std::size_t m = blocks - b0 < 8 ? blocks - b0 : 8;
-    const float* xb0 = x + b0 * 32;
-    prefetch_group_after_next(xb0, b0, blocks);
-    const __m256i amax = block_absmax8(xb0, m);
-    const std::uint32_t bad_input = lanes_of(_mm256_cmpgt_epi32(amax, _mm256_set1_epi32(0x7F7FFFFF))) & ((1u << m) - 1u);
-    const std::size_t valid = bad_input != 0 ? lowest_bit(bad_input) : m;
-    const __m256 d = _mm256_div_ps(_mm256_castsi256_ps(amax), _mm256_set1_ps(127.0f));
-    const __m256 nonzero = _mm256_cmp_ps(d, _mm256_setzero_ps(), _CMP_NEQ_OQ);
-    const __m256 id = _mm256_and_ps(_mm256_div_ps(_mm256_set1_ps(1.0f), d), nonzero);
-    const __m128i h = _mm256_cvtps_ph(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const std::uint32_t overflow =
-        lanes_of(_mm256_cmpeq_epi32(_mm256_and_si256(_mm256_cvtepu16_epi32(h), _mm256_set1_epi32(0x7FFF)),
-                                    _mm256_set1_epi32(0x7C00))) & ((1u << valid) - 1u);
-    const std::size_t done = overflow != 0 ? lowest_bit(overflow) : valid;
-    alignas(16) std::uint16_t hv[8];
-    _mm_store_si128(reinterpret_cast<__m128i*>(hv), h);
-    alignas(32) float iv[8];
-    _mm256_store_ps(iv, id);
-    for (std::size_t k = 0; k < done; ++k) {
-      const float* xb = xb0 + k * 32;
-      const __m256 idv = _mm256_set1_ps(iv[k]);
-      __m256i q[4];
-      if ((float_bits(iv[k]) & 0x7F800000u) != 0x7F800000u) {  // id finite: |x * id| <= 127 (1 + 2^-23)
-        for (int i = 0; i < 4; ++i) {
-          const __m256 t = no_fma(_mm256_mul_ps(_mm256_loadu_ps(xb + 8 * i), idv));
-          q[i] = _mm256_cvttps_epi32(_mm256_add_ps(t, _mm256_or_ps(_mm256_and_ps(t, sign), below_half)));
-        }
-      } else {  // id = Inf: products are +-Inf or NaN
-        for (int i = 0; i < 4; ++i) {
-          __m256 t = _mm256_mul_ps(_mm256_loadu_ps(xb + 8 * i), idv);
-          t = _mm256_and_ps(t, _mm256_cmp_ps(t, t, _CMP_ORD_Q));  // NaN (0 * Inf) -> 0
-          t = _mm256_min_ps(_mm256_max_ps(t, nlim), lim);
-          const __m256 tr = _mm256_round_ps(t, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-          const __m256 frac = _mm256_castsi256_ps(abs_bits(_mm256_sub_ps(t, tr)));
-          const __m256i up = _mm256_castps_si256(_mm256_cmp_ps(frac, half, _CMP_GE_OQ));
-          const __m256i sgn = _mm256_or_si256(_mm256_srai_epi32(_mm256_castps_si256(t), 31), _mm256_set1_epi32(1));
-          q[i] = _mm256_add_epi32(_mm256_cvttps_epi32(tr), _mm256_and_si256(up, sgn));
-        }
-      }
-      ggml_block_q8_0* yb = y + b0 + k;
-      yb->d = hv[k];
-      // packs saturates 128 to 127; -128 is raised to -127.
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(yb->qs), _mm256_max_epi8(pack_signed32(q[0], q[1], q[2], q[3]), minus127));
-    }
-    if (done < valid) return errc::scale_overflow;
-    if (valid < m) return errc::non_finite_input;
-  }
-  return errc::ok;
 }
 
 template <bool Stream>

@@ -1,0 +1,172 @@
+// lowbit: AVX-512 kernels of the ggml Q4_0 / Q8_0 quantizers (internal), taken on the avx512 path
+// (core/cpu.hpp). The bytes are the AVX2 kernels' and so the scalar reference's;
+// tests/test_kernels_integer.cpp (KernelsIntegerGgml) runs every SIMD path against it.
+//
+// What differs from avx2.hpp, in one place: the passes over the elements, a block of 32 as two
+// zmm. Each block's largest |x| (Q8_0) or signed and unsigned maxima (Q4_0) fold from 16 lanes to
+// 8 and go to avx2.hpp's batch code (8 blocks' scales, one block per lane, and its checks); a
+// block's codes are two vectors of 16, narrowed by vpmovsdb (Q8_0) or paired into nibbles and
+// narrowed by vpmovdb (Q4_0). A Q8_0 block whose id overflows takes avx2.hpp's literal path.
+// The dequantizers stay on AVX2: they run near the store-bound int8 -> float32 loop already.
+#ifndef LOWBIT_KERNELS_GGML_AVX512_HPP
+#define LOWBIT_KERNELS_GGML_AVX512_HPP
+
+#include <cstddef>
+#include <cstdint>
+
+#include "../../core/cpu.hpp"
+#include "avx2.hpp"
+
+#if LOWBIT_HAS_AVX512_KERNELS
+
+#include <immintrin.h>
+
+LOWBIT_AVX512_WARNINGS_BEGIN
+
+namespace lowbit {
+namespace kernels {
+namespace avx512 {
+namespace ggml_detail {
+
+namespace a2 = avx2::ggml_detail;
+
+// avx2.hpp's no_fma for zmm: the product is rounded before the addition that follows.
+LOWBIT_AVX512_INLINE __m512 no_fma(__m512 product) {
+#if defined(__GNUC__) || defined(__clang__)
+  __asm__("" : "+v"(product));
+#endif
+  return product;
+}
+
+LOWBIT_AVX512_INLINE __m256i fold_max_epi32(__m512i v) {
+  return _mm256_max_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+}
+LOWBIT_AVX512_INLINE __m256i fold_max_epu32(__m512i v) {
+  return _mm256_max_epu32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+}
+
+// Lane k: the largest |x| of block k (bits), for up to 8 blocks of 32 (the others 0): avx2.hpp's
+// block_absmax8.
+LOWBIT_AVX512_INLINE __m256i block_absmax8(const float* x, std::size_t m) {
+  const __m512i magnitude = _mm512_set1_epi32(0x7FFFFFFF);
+  __m256i v[8];
+  for (std::size_t k = 0; k < 8; ++k) {
+    if (k < m) {
+      const __m512i a = _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(x + k * 32)), magnitude);
+      const __m512i b = _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(x + k * 32 + 16)), magnitude);
+      v[k] = fold_max_epi32(_mm512_max_epi32(a, b));
+    } else {
+      v[k] = _mm256_setzero_si256();
+    }
+  }
+  return avx2::reduce8_max_epi32(v);
+}
+
+// avx2.hpp's block_extremes8: the signed and unsigned maxima of each block's bit patterns.
+LOWBIT_AVX512_INLINE void block_extremes8(const float* x, std::size_t m, __m256i* smax, __m256i* umax) {
+  __m256i s[8];
+  __m256i u[8];
+  for (std::size_t k = 0; k < 8; ++k) {
+    if (k < m) {
+      const __m512i a = _mm512_castps_si512(_mm512_loadu_ps(x + k * 32));
+      const __m512i b = _mm512_castps_si512(_mm512_loadu_ps(x + k * 32 + 16));
+      s[k] = fold_max_epi32(_mm512_max_epi32(a, b));
+      u[k] = fold_max_epu32(_mm512_max_epu32(a, b));
+    } else {
+      s[k] = _mm256_setzero_si256();
+      u[k] = _mm256_setzero_si256();
+    }
+  }
+  *smax = avx2::reduce8_max_epi32(s);
+  *umax = avx2::reduce8(u, avx2::max_epu32_op{});
+}
+
+// 16 Q4_0 codes: min(15, trunc(x * id + 8.5)), NaN and negatives 0 (min with 15 first keeps a NaN,
+// which converts to INT_MIN).
+LOWBIT_AVX512_INLINE __m512i q4_codes16(const float* x, __m512 id) {
+  const __m512 t = _mm512_add_ps(no_fma(_mm512_mul_ps(_mm512_loadu_ps(x), id)), _mm512_set1_ps(8.5f));
+  return _mm512_max_epi32(_mm512_cvttps_epi32(_mm512_min_ps(_mm512_set1_ps(15.0f), t)), _mm512_setzero_si512());
+}
+
+// ggml's order: element j in the low nibble of byte j, element j + 16 in the high one.
+LOWBIT_AVX512_INLINE void q4_0_block(const float* xb, float id, std::uint8_t* qs) {
+  const __m512 idv = _mm512_set1_ps(id);
+  const __m512i nibbles = _mm512_or_si512(q4_codes16(xb, idv), _mm512_slli_epi32(q4_codes16(xb + 16, idv), 4));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(qs), _mm512_cvtepi32_epi8(nibbles));
+}
+
+// 16 Q8_0 codes before the clamp: trunc(x * id + copysign(0.49999997, x * id)) (avx2.hpp's
+// q8_codes8; the bias is one ternary-logic operation: (t & sign) | 0.49999997).
+LOWBIT_AVX512_INLINE __m512i q8_codes16(const float* x, __m512 id) {
+  const __m512 t = no_fma(_mm512_mul_ps(_mm512_loadu_ps(x), id));
+  const __m512i bias = _mm512_ternarylogic_epi32(_mm512_castps_si512(t), _mm512_set1_epi32(static_cast<int>(0x80000000u)),
+                                                 _mm512_set1_epi32(0x3EFFFFFF), 0xEA);
+  return _mm512_cvttps_epi32(_mm512_add_ps(t, _mm512_castsi512_ps(bias)));
+}
+
+// The codes lie in -127..127 already (avx2.hpp's q8_codes8).
+LOWBIT_AVX512_INLINE void q8_0_block(const float* xb, float id, std::int8_t* qs) {
+  if ((a2::float_bits(id) & 0x7F800000u) == 0x7F800000u) return a2::q8_0_block_inf(xb, id, qs);
+  const __m512 idv = _mm512_set1_ps(id);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(qs), _mm512_cvtepi32_epi8(q8_codes16(xb, idv)));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 16), _mm512_cvtepi32_epi8(q8_codes16(xb + 16, idv)));
+}
+
+// avx2.hpp's quantize_q4_0 and quantize_q8_0: stop at the first block with NaN or Inf or whose
+// scale overflows fp16, leaving it and the ones after it unwritten.
+LOWBIT_TARGET_AVX512 inline errc quantize_q4_0(const float* x, std::size_t blocks, ggml_block_q4_0* y) noexcept {
+  for (std::size_t b0 = 0; b0 < blocks; b0 += 8) {
+    const float* xb0 = x + b0 * 32;
+    a2::prefetch_group_after_next(xb0, b0, blocks);
+    const std::size_t m = blocks - b0 < 8 ? blocks - b0 : 8;
+    __m256i smax;
+    __m256i umax;
+    block_extremes8(xb0, m, &smax, &umax);
+    a2::batch8 r;
+    a2::q4_0_batch(xb0, m, smax, umax, &r);
+    for (std::size_t k = 0; k < r.done; ++k) {
+      y[b0 + k].d = r.d[k];
+      q4_0_block(xb0 + k * 32, r.id[k], y[b0 + k].qs);
+    }
+    if (r.stop != errc::ok) return r.stop;
+  }
+  return errc::ok;
+}
+
+LOWBIT_TARGET_AVX512 inline errc quantize_q8_0(const float* x, std::size_t blocks, ggml_block_q8_0* y) noexcept {
+  for (std::size_t b0 = 0; b0 < blocks; b0 += 8) {
+    const float* xb0 = x + b0 * 32;
+    a2::prefetch_group_after_next(xb0, b0, blocks);
+    const std::size_t m = blocks - b0 < 8 ? blocks - b0 : 8;
+    a2::batch8 r;
+    a2::q8_0_batch(block_absmax8(xb0, m), m, &r);
+    for (std::size_t k = 0; k < r.done; ++k) {
+      y[b0 + k].d = r.d[k];
+      q8_0_block(xb0 + k * 32, r.id[k], y[b0 + k].qs);
+    }
+    if (r.stop != errc::ok) return r.stop;
+  }
+  return errc::ok;
+}
+
+}  // namespace ggml_detail
+
+namespace ggml {
+// The entry points (plain functions, no target attribute), as avx2::ggml's.
+inline errc quantize_q4_0(const float* x, std::size_t blocks, ggml_block_q4_0* y) noexcept {
+  return ggml_detail::quantize_q4_0(x, blocks, y);
+}
+inline errc quantize_q8_0(const float* x, std::size_t blocks, ggml_block_q8_0* y) noexcept {
+  return ggml_detail::quantize_q8_0(x, blocks, y);
+}
+}  // namespace ggml
+
+}  // namespace avx512
+}  // namespace kernels
+}  // namespace lowbit
+
+LOWBIT_AVX512_WARNINGS_END
+
+#endif  // LOWBIT_HAS_AVX512_KERNELS
+
+#endif  // LOWBIT_KERNELS_GGML_AVX512_HPP
