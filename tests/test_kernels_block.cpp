@@ -103,7 +103,7 @@ void fill_block(float* x, std::size_t bs, int kind, int scale_exp, std::mt19937_
       for (std::size_t i = 0; i < bs; ++i) x[i] = float_from_bits(any_bits(rng));
       break;
     case 2:  // all zero, with signs
-      for (std::size_t i = 0; i < bs; ++i) x[i] = sign(0.0);
+      for (std::size_t i = 0; i < bs; ++i) x[i] = static_cast<float>(sign(0.0));
       break;
     case 3: {  // a Gaussian block with one NaN or Inf
       for (std::size_t i = 0; i < bs; ++i) x[i] = finite(std::ldexp(normal(rng), scale_exp));
@@ -115,7 +115,7 @@ void fill_block(float* x, std::size_t bs, int kind, int scale_exp, std::mt19937_
       for (std::size_t i = 0; i < bs; ++i) x[i] = float_from_bits((any_bits(rng) & 0x807FFFFFu) >> (rng() % 24));
       break;
     case 5:  // near the float maximum
-      for (std::size_t i = 0; i < bs; ++i) x[i] = float_from_bits((0x7F000000u + (any_bits(rng) & 0x7FFFFFu)) | (rng() & 1u) << 31);
+      for (std::size_t i = 0; i < bs; ++i) x[i] = float_from_bits((0x7F000000u + (any_bits(rng) & 0x7FFFFFu)) | static_cast<std::uint32_t>(rng() & 1u) << 31);
       break;
     case 6: {  // ties: midpoints between neighbouring element values, times 2^s; the block's first
                // value is the element max (or just below the next power of two) so the floor

@@ -1496,14 +1496,17 @@ TEST(KernelsIntegerBulk, LargeOutputsStreamTheSameValues) {
   std::vector<float> w4(n), w8(n);
   run_on(isa::scalar, fpenv::clear, [&] { return lowbit::ggml_dequantize_q4_0(b4.data(), 1, n, w4.data()).code(); });
   run_on(isa::scalar, fpenv::clear, [&] { return lowbit::ggml_dequantize_q8_0(b8.data(), 1, n, w8.data()).code(); });
-  std::vector<float> buffer(n + 16);
+  std::vector<float> buffer(n + 32);
   float* aligned = buffer.data();
-  while (reinterpret_cast<std::uintptr_t>(aligned) % 32 != 0) ++aligned;
-  for (float* y : {aligned, aligned + 1}) {
-    ASSERT_TRUE(run_on(isa::avx2, fpenv::clear, [&] { return lowbit::ggml_dequantize_q4_0(b4.data(), 1, n, y); }).ok());
-    ASSERT_EQ(std::memcmp(y, w4.data(), n * sizeof(float)), 0) << "Q4_0, offset " << (y - aligned);
-    ASSERT_TRUE(run_on(isa::avx2, fpenv::clear, [&] { return lowbit::ggml_dequantize_q8_0(b8.data(), 1, n, y); }).ok());
-    ASSERT_EQ(std::memcmp(y, w8.data(), n * sizeof(float)), 0) << "Q8_0, offset " << (y - aligned);
+  while (reinterpret_cast<std::uintptr_t>(aligned) % 64 != 0) ++aligned;
+  for (const isa path : lowbit_test::simd_paths())
+  for (float* y : {aligned, aligned + 8, aligned + 1}) {
+    std::fill(buffer.begin(), buffer.end(), -1.0f);
+    ASSERT_TRUE(run_on(path, fpenv::clear, [&] { return lowbit::ggml_dequantize_q4_0(b4.data(), 1, n, y); }).ok());
+    ASSERT_EQ(std::memcmp(y, w4.data(), n * sizeof(float)), 0) << "Q4_0, offset " << (y - aligned) << " " << lowbit::isa_name(path);
+    ASSERT_TRUE(run_on(path, fpenv::clear, [&] { return lowbit::ggml_dequantize_q8_0(b8.data(), 1, n, y); }).ok());
+    ASSERT_EQ(std::memcmp(y, w8.data(), n * sizeof(float)), 0) << "Q8_0, offset " << (y - aligned) << " " << lowbit::isa_name(path);
+    EXPECT_EQ(y[n], -1.0f);
   }
 }
 

@@ -1,4 +1,4 @@
-// lowbit: AVX-512 kernels of the ggml Q4_0 / Q8_0 quantizers (internal), taken on the avx512 path
+// lowbit: AVX-512 kernels of the ggml Q4_0 / Q8_0 blocks (internal), taken on the avx512 path
 // (core/cpu.hpp). The bytes are the AVX2 kernels' and so the scalar reference's;
 // tests/test_kernels_integer.cpp (KernelsIntegerGgml) runs every SIMD path against it.
 //
@@ -7,7 +7,8 @@
 // 8 and go to avx2.hpp's batch code (8 blocks' scales, one block per lane, and its checks); a
 // block's codes are two vectors of 16, narrowed by vpmovsdb (Q8_0) or paired into nibbles and
 // narrowed by vpmovdb (Q4_0). A Q8_0 block whose id overflows takes avx2.hpp's literal path.
-// The dequantizers stay on AVX2: they run near the store-bound int8 -> float32 loop already.
+// Dequantizing, a Q4_0 block is two lookups in a 16-entry table of its values (vpermps reads the
+// low 4 bits of each index, so the low nibbles need no mask), a Q8_0 block two widenings.
 #ifndef LOWBIT_KERNELS_GGML_AVX512_HPP
 #define LOWBIT_KERNELS_GGML_AVX512_HPP
 
@@ -15,6 +16,7 @@
 #include <cstdint>
 
 #include "../../core/cpu.hpp"
+#include "../integer/avx512.hpp"
 #include "avx2.hpp"
 
 #if LOWBIT_HAS_AVX512_KERNELS
@@ -149,6 +151,48 @@ LOWBIT_TARGET_AVX512 inline errc quantize_q8_0(const float* x, std::size_t block
   return errc::ok;
 }
 
+// dequantize_row_q4_0: y[j] = (code(j) - 8) * d, each product as the reference rounds it (one
+// multiplication of the same two floats; exact, as d has 11 significant bits).
+template <bool Stream>
+LOWBIT_TARGET_AVX512 inline void dequantize_q4_0(const ggml_block_q4_0* x, std::size_t blocks, float* y) noexcept {
+  const __m512 steps = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const __m512 table = _mm512_mul_ps(steps, _mm512_set1_ps(a2::half_to_float(x[b].d)));
+    const __m512i c = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x[b].qs)));
+    int_detail::put16<Stream>(y + b * 32, _mm512_permutexvar_ps(c, table));
+    int_detail::put16<Stream>(y + b * 32 + 16, _mm512_permutexvar_ps(_mm512_srli_epi32(c, 4), table));
+  }
+}
+
+// dequantize_row_q8_0: y[j] = q[j] * d.
+template <bool Stream>
+LOWBIT_TARGET_AVX512 inline void dequantize_q8_0(const ggml_block_q8_0* x, std::size_t blocks, float* y) noexcept {
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const __m512 d = _mm512_set1_ps(a2::half_to_float(x[b].d));
+    for (std::size_t h = 0; h < 2; ++h) {
+      const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[b].qs + 16 * h));
+      int_detail::put16<Stream>(y + b * 32 + 16 * h, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)), d));
+    }
+  }
+}
+
+// Large outputs are streamed where every store is an aligned zmm (y 64-byte aligned; a block is
+// 128 bytes of floats); one that only the AVX2 kernel can stream (32-byte aligned) goes there.
+template <class Block>
+inline void dequantize(const Block* x, std::size_t blocks, float* y, void (*stream)(const Block*, std::size_t, float*),
+                       void (*plain)(const Block*, std::size_t, float*),
+                       void (*avx2_stream)(const Block*, std::size_t, float*)) noexcept {
+  if (blocks * 32 >= avx2::stream_threshold_bytes / sizeof(float)) {
+    if (reinterpret_cast<std::uintptr_t>(y) % 64 == 0) {
+      stream(x, blocks, y);
+      _mm_sfence();
+      return;
+    }
+    if (reinterpret_cast<std::uintptr_t>(y) % 32 == 0) return avx2_stream(x, blocks, y);
+  }
+  plain(x, blocks, y);
+}
+
 }  // namespace ggml_detail
 
 namespace ggml {
@@ -158,6 +202,14 @@ inline errc quantize_q4_0(const float* x, std::size_t blocks, ggml_block_q4_0* y
 }
 inline errc quantize_q8_0(const float* x, std::size_t blocks, ggml_block_q8_0* y) noexcept {
   return ggml_detail::quantize_q8_0(x, blocks, y);
+}
+inline void dequantize_q4_0(const ggml_block_q4_0* x, std::size_t blocks, float* y) noexcept {
+  ggml_detail::dequantize(x, blocks, y, ggml_detail::dequantize_q4_0<true>, ggml_detail::dequantize_q4_0<false>,
+                          avx2::ggml::dequantize_q4_0);
+}
+inline void dequantize_q8_0(const ggml_block_q8_0* x, std::size_t blocks, float* y) noexcept {
+  ggml_detail::dequantize(x, blocks, y, ggml_detail::dequantize_q8_0<true>, ggml_detail::dequantize_q8_0<false>,
+                          avx2::ggml::dequantize_q8_0);
 }
 }  // namespace ggml
 
