@@ -55,6 +55,20 @@ std::vector<float> random_patterns(std::size_t n, unsigned seed) {
   return v;
 }
 
+// Float subnormals and the smallest normals (exponent field 0..2), random signs, no NaN or Inf,
+// every fourth one a tie at bit 15 (bfloat16's rounding position): blocks of inputs that an
+// encoder may handle without its NaN and overflow checks.
+std::vector<float> tiny_patterns(std::size_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint32_t b = static_cast<std::uint32_t>(gen()) & 0x817FFFFFu;  // sign, exponent 0..2, mantissa
+    if (i % 4 == 0) b = (b & 0xFFFF0000u) | 0x8000u;
+    v[i] = float_from_bits(b);
+  }
+  return v;
+}
+
 using lowbit_test::gaussian;
 
 void add_with_neighbours(std::vector<float>& v, float x) {
@@ -331,7 +345,8 @@ std::vector<std::uint32_t> random_words(std::size_t n, unsigned seed) {
 template <class T>
 std::vector<std::vector<float>> float_inputs() {
   const float sigma = static_cast<float>(std::numeric_limits<T>::max()) / 4;
-  return {random_patterns(1000, 1), gaussian(1500, sigma, 2), gaussian(600, sigma / 64, 3), edge_set<T>()};
+  return {random_patterns(1000, 1), gaussian(1500, sigma, 2), gaussian(600, sigma / 64, 3), edge_set<T>(),
+          tiny_patterns(640, 4)};
 }
 
 template <class T, bool Packed = false>
@@ -436,6 +451,21 @@ TEST(KernelDispatch, VbmiFollowsTheCpuThePathAndTheEnvironment) {
 #endif
   const lowbit::scoped_isa use(isa::avx2);
   EXPECT_FALSE(lowbit::detail::use_avx512_vbmi());
+}
+
+TEST(KernelDispatch, Avx512Bf16FollowsTheCpuThePathAndTheEnvironment) {
+#if LOWBIT_HAS_AVX512_KERNELS
+  const char* v = std::getenv("LOWBIT_NO_AVX512BF16");
+  const bool forbidden = v != nullptr && std::string(v) != "" && std::string(v) != "0";
+  const bool cpu = lowbit::is_supported(isa::avx512) && __builtin_cpu_supports("avx512bf16");
+  EXPECT_EQ(lowbit::detail::avx512_bf16_allowed(), cpu && !forbidden);
+  {
+    const lowbit::scoped_isa use(isa::avx512);
+    EXPECT_EQ(lowbit::detail::use_avx512_bf16(), cpu && !forbidden);
+  }
+#endif
+  const lowbit::scoped_isa use(isa::avx2);
+  EXPECT_FALSE(lowbit::detail::use_avx512_bf16());
 }
 
 // Known answers through the AVX2 path, in a full block and in the tail, so that a reference and a

@@ -16,6 +16,8 @@
 //   LOWBIT_NO_VBMI=1                on the avx512 path, leave AVX-512 VBMI unused (read once): the
 //                                   kernels that have a VBMI form (vpermi2b byte tables) take
 //                                   their F/BW/DQ/VL form, as on a CPU without VBMI
+//   LOWBIT_NO_AVX512BF16=1          the same for AVX512_BF16 (vcvtne2ps2bf16): float32 ->
+//                                   bfloat16 encoding takes its F/BW/DQ/VL form
 //
 // Compile-time switches (define before including any lowbit header, the same in every TU):
 //   LOWBIT_SCALAR_ONLY   never compile or run SIMD code.
@@ -78,6 +80,15 @@
 #define LOWBIT_AVX512_VBMI_INLINE LOWBIT_TARGET_AVX512_VBMI inline __attribute__((always_inline))
 #else
 #define LOWBIT_AVX512_VBMI_INLINE LOWBIT_TARGET_AVX512_VBMI inline
+#endif
+// The kernels that also use AVX512_BF16 (Intel Cooper Lake, Sapphire Rapids, AMD Zen 4 and
+// later), behind detail::use_avx512_bf16().
+#define LOWBIT_TARGET_AVX512_BF16 \
+  __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512dq,avx512vl,avx512bf16")))
+#if defined(__OPTIMIZE__)
+#define LOWBIT_AVX512_BF16_INLINE LOWBIT_TARGET_AVX512_BF16 inline __attribute__((always_inline))
+#else
+#define LOWBIT_AVX512_BF16_INLINE LOWBIT_TARGET_AVX512_BF16 inline
 #endif
 #else
 #define LOWBIT_HAS_AVX512_KERNELS 0
@@ -271,6 +282,20 @@ inline bool vbmi_allowed() noexcept {
 
 // True when a bulk call on the avx512 path should take its VBMI form, where it has one.
 inline bool use_avx512_vbmi() noexcept { return use_avx512() && vbmi_allowed(); }
+
+// Whether the CPU has AVX512_BF16 and LOWBIT_NO_AVX512BF16 does not forbid it. Queried once.
+inline bool avx512_bf16_allowed() noexcept {
+#if LOWBIT_HAS_AVX512_KERNELS
+  static const bool allowed = cpu_isa() >= isa::avx512 && __builtin_cpu_supports("avx512bf16") &&
+                              !environment_flag("LOWBIT_NO_AVX512BF16");
+  return allowed;
+#else
+  return false;
+#endif
+}
+
+// True when a bulk call on the avx512 path should take its AVX512_BF16 form, where it has one.
+inline bool use_avx512_bf16() noexcept { return use_avx512() && avx512_bf16_allowed(); }
 }  // namespace detail
 
 }  // namespace lowbit

@@ -13,6 +13,8 @@
 //  - with AVX-512 VBMI (use_avx512_vbmi), decoding FP8 and FP6 (unpacked and packed) into
 //    float32, and byte codes into float16 and bfloat16, by byte-table lookups ("Decoding with
 //    VBMI" below; the scaled FP8 and the MX dequantizers use the same lookups).
+//  - with AVX512_BF16 (use_avx512_bf16), encoding float32 into bfloat16 under nearest-even by
+//    vcvtne2ps2bf16 (encode_bf16_loop; the argument is docs/kernels.md's).
 //
 // The per-lane arithmetic is avx2.hpp's, the same source compiled for 512 bits (lanes.hpp over
 // kernels/vec.hpp's w512): direct_code for the codes, half_twin_bits for the decoders. What AVX-512
@@ -254,11 +256,72 @@ LOWBIT_AVX512_INLINE void encode_range(const float* src, std::uint8_t* dst, std:
   }
 }
 
+// float32 -> bfloat16 under nearest-even with AVX512_BF16 (use_avx512_bf16): vcvtne2ps2bf16
+// rounds 32 floats to bfloat16 in one instruction, nearest-even on the bits as the reference
+// does, without consulting MXCSR. Where it differs from the reference:
+//  - float subnormals, which it reads as zero. A lane whose exponent field is 0 (zero included)
+//    is moved up one binade first (+0x00800000 on the bits): the same mantissa bits then round
+//    at the same place, and its code comes out 0x80 above the reference's (0x0080 for zero),
+//    which a masked subtract takes back. No carry reaches the sign: the magnitude stays below
+//    2^-125.
+//  - NaN (the reference gives the policy's NaN code) and magnitudes from 0x7F7F8000 up, which
+//    round to Inf (the reference gives the policy's limit). Their codes are at least 0x7F80 in
+//    magnitude, which one compare of the step's largest code finds; such a step of 64 is
+//    encoded again by encode_block.
+// The codes of 32 float32 patterns, in order (x0: elements 0-15, x1: 16-31); low0 / low1: the
+// lanes whose exponent field is 0.
+LOWBIT_AVX512_BF16_INLINE __m512i bf16_codes32(__m512i x0, __m512i x1, __mmask16 low0, __mmask16 low1) {
+  const __m512i one_binade = _mm512_set1_epi32(0x00800000);
+  const __m512 y0 = _mm512_castsi512_ps(_mm512_mask_add_epi32(x0, low0, x0, one_binade));
+  const __m512 y1 = _mm512_castsi512_ps(_mm512_mask_add_epi32(x1, low1, x1, one_binade));
+  const __m512i c = (__m512i)_mm512_cvtne2ps_pbh(y1, y0);
+  return _mm512_mask_sub_epi16(c, _mm512_kunpackw(low1, low0), c, _mm512_set1_epi16(0x80));
+}
+
+template <class F>
+LOWBIT_TARGET_AVX512_BF16 void encode_bf16_loop(const float* src, std::uint8_t* dst, std::size_t n,
+                                                const encode_vectors& v) noexcept {
+  constexpr std::size_t ahead = LOWBIT_PREFETCH_BYTES / sizeof(float);
+  const __m512i magnitude = _mm512_set1_epi16(0x7FFF);
+  std::size_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    if (i + 64 + ahead <= n) {
+      const char* p = reinterpret_cast<const char*>(src + i + ahead);
+      for (int line = 0; line < 4; ++line) _mm_prefetch(p + 64 * line, _MM_HINT_T0);
+    }
+    const __m512i x0 = _mm512_loadu_si512(src + i), x1 = _mm512_loadu_si512(src + i + 16);
+    const __m512i x2 = _mm512_loadu_si512(src + i + 32), x3 = _mm512_loadu_si512(src + i + 48);
+    const __m512i exponent = _mm512_set1_epi32(0x7F800000);
+    const __mmask16 low0 = _mm512_testn_epi32_mask(x0, exponent), low1 = _mm512_testn_epi32_mask(x1, exponent);
+    const __mmask16 low2 = _mm512_testn_epi32_mask(x2, exponent), low3 = _mm512_testn_epi32_mask(x3, exponent);
+    __m512i c0, c1;
+    if ((low0 | low1 | low2 | low3) == 0) {  // no zero or subnormal: the instruction alone
+      c0 = (__m512i)_mm512_cvtne2ps_pbh(_mm512_castsi512_ps(x1), _mm512_castsi512_ps(x0));
+      c1 = (__m512i)_mm512_cvtne2ps_pbh(_mm512_castsi512_ps(x3), _mm512_castsi512_ps(x2));
+    } else {
+      c0 = bf16_codes32(x0, x1, low0, low1);
+      c1 = bf16_codes32(x2, x3, low2, low3);
+    }
+    const __m512i top = _mm512_max_epu16(_mm512_and_si512(c0, magnitude), _mm512_and_si512(c1, magnitude));
+    std::uint8_t* out = dst + 2 * i;
+    if (_mm512_cmpgt_epu16_mask(top, _mm512_set1_epi16(0x7F7F)) == 0) {
+      _mm512_storeu_si512(out, c0);
+      _mm512_storeu_si512(out + 64, c1);
+    } else {
+      encode_block<F, rounding::nearest_even, layout::words>(x0, x1, x2, x3, out, v);
+    }
+  }
+  if (i < n) encode_range<F, rounding::nearest_even, layout::words, false>(src + i, dst + 2 * i, n - i, v);
+}
+
 template <class F, rounding RM, layout L>
 LOWBIT_TARGET_AVX512 void encode_loop(const float* src, std::uint8_t* dst, std::size_t n,
                                       const encode_setup& setup) noexcept {
   const encode_vectors v = vectors_of(setup);
   const std::size_t m = avx2::detail::encode_stream_start<L, float>(dst, n);
+  if constexpr (std::is_same<F, formats::bfloat16>::value && RM == rounding::nearest_even) {
+    if (m == n && ::lowbit::detail::use_avx512_bf16()) return encode_bf16_loop<F>(src, dst, n, v);
+  }
   if (m < n) {
     encode_range<F, RM, L, false>(src, dst, m, v);
     encode_range<F, RM, L, true>(src + m, dst + layout_bytes<L>(m), n - m, v);
