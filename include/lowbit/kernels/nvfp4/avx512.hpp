@@ -11,6 +11,9 @@
 // computation, and a pair of blocks is one 32-value E2M1 encode. The quantizer is bound by the
 // divider (one vdivps zmm per block against two vdivps ymm on AVX2, the same divider time on
 // Intel cores), see docs/performance.md, "AVX-512 block formats".
+// With AVX512_BF16, dequantization into bfloat16 rounds each pair of blocks' 32 products once
+// and looks the outputs up (nvfp4_decode32_bf16); vcvtne2ps2bf16 reads no MXCSR, and the
+// products it would round differently (subnormal, NaN, overflowing) take the F/BW path.
 #ifndef LOWBIT_KERNELS_NVFP4_AVX512_HPP
 #define LOWBIT_KERNELS_NVFP4_AVX512_HPP
 
@@ -239,30 +242,84 @@ LOWBIT_BLOCK512_INLINE __m512 e2m1_values16() {
   return values;
 }
 
+// The scales D of the `count` <= 16 planar blocks from g, in d_lane.
+template <class In>
+LOWBIT_BLOCK512_INLINE void nvfp4_planar_scales(const In in_layout, std::size_t g, std::size_t count,
+                                                const ::lowbit::nvfp4_options& o, float* d_lane) {
+  __m512i codes;
+  if (count == 16) {
+    codes = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in_layout.scale_ptr(g))));
+  } else {
+    alignas(16) std::uint8_t sb[16] = {};
+    std::memcpy(sb, in_layout.scale_ptr(g), count);
+    codes = _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sb)));
+  }
+  const __m512 dec = decode_e4m3_16<true>(codes);
+  const __m512 t = _mm512_set1_ps(o.tensor_scale);
+  _mm512_store_ps(d_lane, nv_is_multiplier(o) ? _mm512_div_ps(dec, t) : _mm512_mul_ps(dec, t));
+}
+
 // In: planar_layout (ggml's blocks: nvfp4_dequantize_ggml_impl below).
 template <bool Stream, class Dst, class In>
 LOWBIT_TARGET_AVX512 inline void nvfp4_dequantize_impl(const In in_layout, std::size_t blocks, Dst* dst,
                                                        const ::lowbit::nvfp4_options& o) {
   static_assert(!In::split, "planar layout");
   const __m512 values = e2m1_values16();
-  const __m512 t = _mm512_set1_ps(o.tensor_scale);
   alignas(64) float d_lane[16];
   for (std::size_t g = 0; g < blocks; g += 16) {
     const std::size_t count = blocks - g < 16 ? blocks - g : 16;
-    __m512i codes;
-    if (count == 16) {
-      codes = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in_layout.scale_ptr(g))));
-    } else {
-      alignas(16) std::uint8_t sb[16] = {};
-      std::memcpy(sb, in_layout.scale_ptr(g), count);
-      codes = _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sb)));
-    }
-    const __m512 dec = decode_e4m3_16<true>(codes);
-    _mm512_store_ps(d_lane, nv_is_multiplier(o) ? _mm512_div_ps(dec, t) : _mm512_mul_ps(dec, t));
+    nvfp4_planar_scales(in_layout, g, count, o, d_lane);
     for (std::size_t k = 0; k < count; k += 2) {
       const bool pair = count - k >= 2;
       nvfp4_decode32<Stream, false>(in_layout.element_ptr(g + k), dst + (g + k) * 16, values, d_lane[k],
                                     pair ? d_lane[k + 1] : 0.0f, pair);
+    }
+  }
+}
+
+// Into bfloat16 with AVX512_BF16 (use_avx512_bf16): a pair of blocks' two tables of 16 products
+// are rounded together by one vcvtne2ps2bf16 (32 codes: block A's, then B's) and the 32 outputs
+// looked up with one vpermw, where nvfp4_decode32 rounds every output. The instruction rounds as
+// the reference does (nearest-even on the bits) except on NaN, on magnitudes from 0x7F7F8000 up
+// and on float subnormals (docs/kernels.md); a table with such a product other than the +-0 of
+// codes 0 and 8 (D = 0, a tiny or huge D, NaN) sends its pair to nvfp4_decode32. Returns false
+// then, having written nothing.
+LOWBIT_AVX512_BF16_INLINE bool nvfp4_decode32_bf16(const std::uint8_t* in, bfloat16* out, __m512 values, float d0,
+                                                    float d1) {
+  const __m512 t0 = _mm512_mul_ps(values, _mm512_set1_ps(d0));
+  const __m512 t1 = _mm512_mul_ps(values, _mm512_set1_ps(d1));
+  const __m512i a0 = _mm512_and_si512(_mm512_castps_si512(t0), set1(0x7FFFFFFF));
+  const __m512i a1 = _mm512_and_si512(_mm512_castps_si512(t1), set1(0x7FFFFFFF));
+  const __m512i exponent = set1(0x7F800000);
+  if ((_mm512_cmpgt_epi32_mask(_mm512_max_epi32(a0, a1), set1(0x7F7F7FFF)) |
+       _mm512_mask_testn_epi32_mask(0xFEFE, a0, exponent) | _mm512_mask_testn_epi32_mask(0xFEFE, a1, exponent)) != 0)
+    return false;
+  const __m512i table = (__m512i)_mm512_cvtne2ps_pbh(t1, t0);
+  // Word j of block A (B: word 16 + j): the low nibble of byte j / 2 for even j, the high one for
+  // odd j. Each byte doubled, widened to words, odd words shifted by 4, masked, B's offset by 16.
+  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in));
+  const __m256i bytes = _mm256_set_m128i(_mm_unpackhi_epi8(b, b), _mm_unpacklo_epi8(b, b));
+  const __m512i w = _mm512_srlv_epi16(_mm512_cvtepu8_epi16(bytes), set1(0x00040000));
+  const __m512i block_b = _mm512_maskz_mov_epi16(0xFFFF0000u, _mm512_set1_epi16(16));
+  const __m512i index = _mm512_ternarylogic_epi32(w, _mm512_set1_epi16(0x0F), block_b, 0xEA);  // (w & 15) | B's 16
+  _mm512_storeu_si512(out, _mm512_permutexvar_epi16(index, table));
+  return true;
+}
+
+template <class In>
+LOWBIT_TARGET_AVX512_BF16 inline void nvfp4_dequantize_bf16_impl(const In in_layout, std::size_t blocks, bfloat16* dst,
+                                                                 const ::lowbit::nvfp4_options& o) {
+  static_assert(!In::split, "planar layout");
+  const __m512 values = e2m1_values16();
+  alignas(64) float d_lane[16];
+  for (std::size_t g = 0; g < blocks; g += 16) {
+    const std::size_t count = blocks - g < 16 ? blocks - g : 16;
+    nvfp4_planar_scales(in_layout, g, count, o, d_lane);
+    for (std::size_t k = 0; k < count; k += 2) {
+      const bool pair = count - k >= 2;
+      const std::uint8_t* in = in_layout.element_ptr(g + k);
+      if (!pair || !nvfp4_decode32_bf16(in, dst + (g + k) * 16, values, d_lane[k], d_lane[k + 1]))
+        nvfp4_decode32<false, false>(in, dst + (g + k) * 16, values, d_lane[k], pair ? d_lane[k + 1] : 0.0f, pair);
     }
   }
 }
@@ -333,6 +390,12 @@ LOWBIT_TARGET_AVX512 inline bool nvfp4_dequantize_any(const In in, std::size_t b
   if constexpr (In::split) {
     return nvfp4_dequantize_ggml_impl<Stream>(in.base, blocks, dst, o);
   } else {
+    if constexpr (std::is_same<Dst, bfloat16>::value) {
+      if (::lowbit::detail::use_avx512_bf16()) {
+        nvfp4_dequantize_bf16_impl(in, blocks, dst, o);
+        return true;
+      }
+    }
     nvfp4_dequantize_impl<Stream>(in, blocks, dst, o);
     return true;
   }
