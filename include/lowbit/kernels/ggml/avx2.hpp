@@ -209,37 +209,38 @@ LOWBIT_AVX2_INLINE void q8_0_block(const float* xb, float id, std::int8_t* qs) {
                                                                     q8_codes8(xb + 16, idv), q8_codes8(xb + 24, idv)));
 }
 
-// Stops at the first block with NaN or Inf (non_finite_input) or whose scale overflows fp16
-// (scale_overflow): that block and the ones after it are not written.
-LOWBIT_TARGET_AVX2 inline errc quantize_q4_0(const float* x, std::size_t blocks, ggml_block_q4_0* y) noexcept {
-  for (std::size_t b0 = 0; b0 < blocks; b0 += 8) {
-    const float* xb0 = x + b0 * 32;
-    prefetch_group_after_next(xb0, b0, blocks);
-    const std::size_t m = blocks - b0 < 8 ? blocks - b0 : 8;
+// The two formats for quantize_blocks: a batch's scales, then each block's codes.
+struct q4_0_kernel {
+  using block = ggml_block_q4_0;
+  static LOWBIT_AVX2_INLINE void batch(const float* xb0, std::size_t m, batch8* r) {
     __m256i smax;
     __m256i umax;
     block_extremes8(xb0, m, &smax, &umax);
-    batch8 r;
-    q4_0_batch(xb0, m, smax, umax, &r);
-    for (std::size_t k = 0; k < r.done; ++k) {
-      y[b0 + k].d = r.d[k];
-      q4_0_block(xb0 + k * 32, r.id[k], y[b0 + k].qs);
-    }
-    if (r.stop != errc::ok) return r.stop;
+    q4_0_batch(xb0, m, smax, umax, r);
   }
-  return errc::ok;
-}
+  static LOWBIT_AVX2_INLINE void codes(const float* xb, float id, block* y) { q4_0_block(xb, id, y->qs); }
+};
+struct q8_0_kernel {
+  using block = ggml_block_q8_0;
+  static LOWBIT_AVX2_INLINE void batch(const float* xb0, std::size_t m, batch8* r) {
+    q8_0_batch(block_absmax8(xb0, m), m, r);
+  }
+  static LOWBIT_AVX2_INLINE void codes(const float* xb, float id, block* y) { q8_0_block(xb, id, y->qs); }
+};
 
-LOWBIT_TARGET_AVX2 inline errc quantize_q8_0(const float* x, std::size_t blocks, ggml_block_q8_0* y) noexcept {
+// Stops at the first block with NaN or Inf (non_finite_input) or whose scale overflows fp16
+// (scale_overflow): that block and the ones after it are not written. (avx512.hpp has the same
+// loop over its own kernels: a target attribute cannot depend on a template argument.)
+template <class K>
+LOWBIT_TARGET_AVX2 inline errc quantize_blocks(const float* x, std::size_t blocks, typename K::block* y) noexcept {
   for (std::size_t b0 = 0; b0 < blocks; b0 += 8) {
     const float* xb0 = x + b0 * 32;
     prefetch_group_after_next(xb0, b0, blocks);
-    const std::size_t m = blocks - b0 < 8 ? blocks - b0 : 8;
     batch8 r;
-    q8_0_batch(block_absmax8(xb0, m), m, &r);
+    K::batch(xb0, blocks - b0 < 8 ? blocks - b0 : 8, &r);
     for (std::size_t k = 0; k < r.done; ++k) {
       y[b0 + k].d = r.d[k];
-      q8_0_block(xb0 + k * 32, r.id[k], y[b0 + k].qs);
+      K::codes(xb0 + k * 32, r.id[k], y + b0 + k);
     }
     if (r.stop != errc::ok) return r.stop;
   }
@@ -280,7 +281,7 @@ namespace ggml {
 // (kernels/fp_env.hpp). The quantizers return errc::ok or the reference's error for the first
 // block they stop at, leaving that block and the ones after it unwritten.
 inline errc quantize_q4_0(const float* x, std::size_t blocks, ggml_block_q4_0* y) noexcept {
-  return ggml_detail::quantize_q4_0(x, blocks, y);
+  return ggml_detail::quantize_blocks<ggml_detail::q4_0_kernel>(x, blocks, y);
 }
 inline void dequantize_q4_0(const ggml_block_q4_0* x, std::size_t blocks, float* y) noexcept {
   if (int_detail::streams_f32(y, blocks * 32, 32)) {
@@ -291,7 +292,7 @@ inline void dequantize_q4_0(const ggml_block_q4_0* x, std::size_t blocks, float*
   }
 }
 inline errc quantize_q8_0(const float* x, std::size_t blocks, ggml_block_q8_0* y) noexcept {
-  return ggml_detail::quantize_q8_0(x, blocks, y);
+  return ggml_detail::quantize_blocks<ggml_detail::q8_0_kernel>(x, blocks, y);
 }
 inline void dequantize_q8_0(const ggml_block_q8_0* x, std::size_t blocks, float* y) noexcept {
   if (int_detail::streams_f32(y, blocks * 32, 32)) {

@@ -114,37 +114,35 @@ LOWBIT_AVX512_INLINE void q8_0_block(const float* xb, float id, std::int8_t* qs)
   _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 16), _mm512_cvtepi32_epi8(q8_codes16(xb + 16, idv)));
 }
 
-// avx2.hpp's quantize_q4_0 and quantize_q8_0: stop at the first block with NaN or Inf or whose
-// scale overflows fp16, leaving it and the ones after it unwritten.
-LOWBIT_TARGET_AVX512 inline errc quantize_q4_0(const float* x, std::size_t blocks, ggml_block_q4_0* y) noexcept {
-  for (std::size_t b0 = 0; b0 < blocks; b0 += 8) {
-    const float* xb0 = x + b0 * 32;
-    a2::prefetch_group_after_next(xb0, b0, blocks);
-    const std::size_t m = blocks - b0 < 8 ? blocks - b0 : 8;
+struct q4_0_kernel {
+  using block = ggml_block_q4_0;
+  static LOWBIT_AVX512_INLINE void batch(const float* xb0, std::size_t m, a2::batch8* r) {
     __m256i smax;
     __m256i umax;
     block_extremes8(xb0, m, &smax, &umax);
-    a2::batch8 r;
-    a2::q4_0_batch(xb0, m, smax, umax, &r);
-    for (std::size_t k = 0; k < r.done; ++k) {
-      y[b0 + k].d = r.d[k];
-      q4_0_block(xb0 + k * 32, r.id[k], y[b0 + k].qs);
-    }
-    if (r.stop != errc::ok) return r.stop;
+    a2::q4_0_batch(xb0, m, smax, umax, r);
   }
-  return errc::ok;
-}
+  static LOWBIT_AVX512_INLINE void codes(const float* xb, float id, block* y) { q4_0_block(xb, id, y->qs); }
+};
+struct q8_0_kernel {
+  using block = ggml_block_q8_0;
+  static LOWBIT_AVX512_INLINE void batch(const float* xb0, std::size_t m, a2::batch8* r) {
+    a2::q8_0_batch(block_absmax8(xb0, m), m, r);
+  }
+  static LOWBIT_AVX512_INLINE void codes(const float* xb, float id, block* y) { q8_0_block(xb, id, y->qs); }
+};
 
-LOWBIT_TARGET_AVX512 inline errc quantize_q8_0(const float* x, std::size_t blocks, ggml_block_q8_0* y) noexcept {
+// avx2.hpp's quantize_blocks over these kernels.
+template <class K>
+LOWBIT_TARGET_AVX512 inline errc quantize_blocks(const float* x, std::size_t blocks, typename K::block* y) noexcept {
   for (std::size_t b0 = 0; b0 < blocks; b0 += 8) {
     const float* xb0 = x + b0 * 32;
     a2::prefetch_group_after_next(xb0, b0, blocks);
-    const std::size_t m = blocks - b0 < 8 ? blocks - b0 : 8;
     a2::batch8 r;
-    a2::q8_0_batch(block_absmax8(xb0, m), m, &r);
+    K::batch(xb0, blocks - b0 < 8 ? blocks - b0 : 8, &r);
     for (std::size_t k = 0; k < r.done; ++k) {
       y[b0 + k].d = r.d[k];
-      q8_0_block(xb0 + k * 32, r.id[k], y[b0 + k].qs);
+      K::codes(xb0 + k * 32, r.id[k], y + b0 + k);
     }
     if (r.stop != errc::ok) return r.stop;
   }
@@ -198,10 +196,10 @@ inline void dequantize(const Block* x, std::size_t blocks, float* y, void (*stre
 namespace ggml {
 // The entry points (plain functions, no target attribute), as avx2::ggml's.
 inline errc quantize_q4_0(const float* x, std::size_t blocks, ggml_block_q4_0* y) noexcept {
-  return ggml_detail::quantize_q4_0(x, blocks, y);
+  return ggml_detail::quantize_blocks<ggml_detail::q4_0_kernel>(x, blocks, y);
 }
 inline errc quantize_q8_0(const float* x, std::size_t blocks, ggml_block_q8_0* y) noexcept {
-  return ggml_detail::quantize_q8_0(x, blocks, y);
+  return ggml_detail::quantize_blocks<ggml_detail::q8_0_kernel>(x, blocks, y);
 }
 inline void dequantize_q4_0(const ggml_block_q4_0* x, std::size_t blocks, float* y) noexcept {
   ggml_detail::dequantize(x, blocks, y, ggml_detail::dequantize_q4_0<true>, ggml_detail::dequantize_q4_0<false>,
