@@ -173,11 +173,12 @@ LOWBIT_AVX2_INLINE void q4_0_block(const float* xb, float id, std::uint8_t* qs) 
                                                              q4_codes8(xb + 16, idv), q4_codes8(xb + 24, idv)));
 }
 
-// Q8_0 codes: q = roundf(x * id), which the reference clamps to +-127. roundf is trunc(v + copysign(0.49999997,
-// v)): exact for |v| < 2^23 under nearest-even (a fraction below 1/2 stays more than half an ulp
-// short of the next integer). With id finite, |x| <= amax and id = 1/d, d = amax/127 each rounded
-// once (relative error 2^-24, or 2^-21 where d is a float subnormal at or above 2^-128), so
-// |x * id| < 127 (1 + 2^-20) and |q| <= 127: the clamp has nothing to do.
+// Q8_0 codes: q = roundf(x * id), which the reference clamps to +-127. roundf is
+// trunc(v + copysign(0.49999997, v)): exact for |v| < 2^23 under nearest-even (a fraction below
+// 1/2 stays more than half an ulp short of the next integer). With id finite, |x| <= amax and
+// id = 1/d, d = amax/127 each rounded once (relative error 2^-24, or 2^-21 where d is a float
+// subnormal above 2^-128), so |x * id| < 127 (1 + 2^-20) and |q| <= 127: the clamp has nothing
+// to do.
 LOWBIT_AVX2_INLINE __m256i q8_codes8(const float* x, __m256 id) {
   const __m256 t = no_fma(_mm256_mul_ps(_mm256_loadu_ps(x), id));
   const __m256 bias = _mm256_or_ps(_mm256_and_ps(t, _mm256_set1_ps(-0.0f)), _mm256_set1_ps(0.49999997f));

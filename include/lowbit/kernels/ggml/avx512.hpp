@@ -101,8 +101,8 @@ LOWBIT_AVX512_INLINE void q4_0_block(const float* xb, float id, std::uint8_t* qs
 // q8_codes8; the bias is one ternary-logic operation: (t & sign) | 0.49999997).
 LOWBIT_AVX512_INLINE __m512i q8_codes16(const float* x, __m512 id) {
   const __m512 t = no_fma(_mm512_mul_ps(_mm512_loadu_ps(x), id));
-  const __m512i bias = _mm512_ternarylogic_epi32(_mm512_castps_si512(t), _mm512_set1_epi32(static_cast<int>(0x80000000u)),
-                                                 _mm512_set1_epi32(0x3EFFFFFF), 0xEA);
+  const __m512i sign = _mm512_set1_epi32(static_cast<int>(0x80000000u));
+  const __m512i bias = _mm512_ternarylogic_epi32(_mm512_castps_si512(t), sign, _mm512_set1_epi32(0x3EFFFFFF), 0xEA);
   return _mm512_cvttps_epi32(_mm512_add_ps(t, _mm512_castsi512_ps(bias)));
 }
 
