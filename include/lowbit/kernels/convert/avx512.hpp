@@ -268,6 +268,8 @@ LOWBIT_AVX512_INLINE void encode_range(const float* src, std::uint8_t* dst, std:
 //    round to Inf (the reference gives the policy's limit). Their codes are at least 0x7F80 in
 //    magnitude, which one compare of the step's largest code finds; such a step of 64 is
 //    encoded again by encode_block.
+// Calls large enough to stream their output (encode_stream_start) keep encode_range: the memory
+// bounds both forms there.
 // The codes of 32 float32 patterns, in order (x0: elements 0-15, x1: 16-31); low0 / low1: the
 // lanes whose exponent field is 0.
 LOWBIT_AVX512_BF16_INLINE __m512i bf16_codes32(__m512i x0, __m512i x1, __mmask16 low0, __mmask16 low1) {
