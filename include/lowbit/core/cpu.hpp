@@ -91,6 +91,10 @@
 #else
 #define LOWBIT_AVX512_BF16_INLINE LOWBIT_TARGET_AVX512_BF16 inline
 #endif
+// The kernels that use both (Zen 4, Sapphire Rapids), behind use_avx512_vbmi() and
+// use_avx512_bf16(); they may call the helpers of either.
+#define LOWBIT_TARGET_AVX512_VBMI_BF16 \
+  __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx512bf16")))
 #else
 #define LOWBIT_HAS_AVX512_KERNELS 0
 #endif
