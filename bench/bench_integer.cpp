@@ -11,7 +11,7 @@
 //   int4_g{32,64,128}_quant_pack   quantize_int_packed, GPTQ INT4 (symmetric full range, fp16
 //                                  scales): absmax, scale, codes, sequential nibbles
 //   int4_g{32,128}_dequant_f32     dequantize_int_packed of those codes to float32
-//   int4_g32_dequant_bf16          ... to bfloat16
+//   int4_g{32,128}_dequant_bf16    ... to bfloat16
 //   int8_g{32,128}_quant           quantize_int, INT8 symmetric restricted, fp16 scales
 //   int8_per_token_quant           quantize_int, SmoothQuant activations (fp32 scales per row)
 //   int8_per_token_dequant_f32     dequantize_int of those codes
@@ -262,6 +262,8 @@ bool register_integer() {
   add("int4_g128_dequant_f32", [](S& s, std::size_t n, isa w) { dequant_bench<float, true>(s, n, w, gptq(4, 128)); });
   add("int4_g32_dequant_bf16",
       [](S& s, std::size_t n, isa w) { dequant_bench<lowbit::bfloat16, true>(s, n, w, gptq(4, 32)); });
+  add("int4_g128_dequant_bf16",
+      [](S& s, std::size_t n, isa w) { dequant_bench<lowbit::bfloat16, true>(s, n, w, gptq(4, 128)); });
   add("int8_g32_quant", [](S& s, std::size_t n, isa w) { quant_bench(s, n, w, int8_group(32)); });
   add("int8_g128_quant", [](S& s, std::size_t n, isa w) { quant_bench(s, n, w, int8_group(128)); });
   add("int8_per_token_quant",

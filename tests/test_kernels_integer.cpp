@@ -711,9 +711,10 @@ dequantized dequantize_both_ways(const std::uint8_t* codes, const std::uint8_t* 
   d.st = lowbit::dequantize_int(codes, scales, zeros, s.rows, s.cols, p, y.data()).code();
   d.packed_st = lowbit::dequantize_int_packed(packed, scales, zeros, s.rows, s.cols, p, yp.data()).code();
   d.bf_st = lowbit::dequantize_int_packed(packed, scales, zeros, s.rows, s.cols, p, yb.data()).code();
-  d.y = bytes_of(y.data(), n);
-  d.yp = bytes_of(yp.data(), n);
-  d.yb = bytes_of(yb.data(), n);
+  // With the element after the last (offset_buffer's guard): a kernel writes nothing past n.
+  d.y = bytes_of(y.data(), n + 1);
+  d.yp = bytes_of(yp.data(), n + 1);
+  d.yb = bytes_of(yb.data(), n + 1);
   return d;
 }
 

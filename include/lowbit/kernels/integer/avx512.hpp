@@ -18,7 +18,8 @@
 //     is redone alone by the scalar reference (AVX2 redoes its 32-value chunk by division);
 //   - dequantization widens 16 codes with vpmovzxbd, masked loads and stores for the last partial
 //     vector, and streams 64-byte stores where the AVX2 path streams 32-byte ones; nibbles with an
-//     integer zero-point are looked up in the group's 16 values (vpermps) instead.
+//     integer zero-point are looked up in the group's 16 values (vpermps) instead, and into
+//     bfloat16 in those values rounded once (vpermw: 32 results per lookup).
 // Why not one template over the vector width: the target attribute (LOWBIT_TARGET_AVX2 or
 // LOWBIT_TARGET_AVX512) is per function and cannot depend on a template parameter, and GCC and
 // clang refuse to inline an AVX-512 intrinsic into an AVX2 function. A width-generic kernel would
@@ -32,6 +33,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "../../core/cpu.hpp"
 #include "avx2_affine.hpp"
@@ -486,8 +488,8 @@ LOWBIT_AVX512_INLINE void dequantize_run(const std::uint8_t* codes, std::size_t 
 // (u - z) * s are computed once, as values_zp computes each, and every code is looked up with
 // vpermps (which reads the low 4 bits of its index: the low nibble of a zero-extended byte
 // directly, the high one after a shift); vpermt2ps interleaves the two halves.
-template <bool Stream, class Out>
-LOWBIT_AVX512_INLINE void dequantize_nibbles(const std::uint8_t* codes, std::size_t n, __m512 table, Out* y) {
+template <bool Stream>
+LOWBIT_AVX512_INLINE void dequantize_nibbles(const std::uint8_t* codes, std::size_t n, __m512 table, float* y) {
   const __m512i first = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
   const __m512i second = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
   std::size_t i = 0;
@@ -505,6 +507,26 @@ LOWBIT_AVX512_INLINE void dequantize_nibbles(const std::uint8_t* codes, std::siz
     const __m512 odd = _mm512_permutexvar_ps(_mm512_srli_epi32(d, 4), table);
     put_masked(y + i, tail16(m < 16 ? m : 16), _mm512_permutex2var_ps(even, first, odd));
     if (m > 16) put_masked(y + i + 16, tail16(m - 16), _mm512_permutex2var_ps(even, second, odd));
+  }
+}
+
+// The same into bfloat16: the 16 values rounded once (to_bf16, as put16 rounds each), repeated
+// in both halves of a 32-word table, and each code's result looked up with vpermw, which reads
+// the low 5 bits of a word index (bit 4 selects the repeat). A dword per byte b, plus b << 12,
+// holds b's low nibble in its low word and its high nibble in its high word: the 32 indices of
+// 16 bytes in element order, one shift and one OR.
+LOWBIT_AVX512_INLINE void dequantize_nibbles(const std::uint8_t* codes, std::size_t n, __m512 table, std::uint16_t* y) {
+  const __m512i words = _mm512_broadcast_i64x4(to_bf16(table));
+  std::size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m512i d = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + i / 2)));
+    _mm512_storeu_si512(y + i, _mm512_permutexvar_epi16(_mm512_or_si512(d, _mm512_slli_epi32(d, 12)), words));
+  }
+  if (i < n) {  // 1..31 left
+    const std::size_t m = n - i;
+    const __m512i d = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(tail16((m + 1) / 2), codes + i / 2));
+    _mm512_mask_storeu_epi16(y + i, static_cast<__mmask32>((std::uint64_t{1} << m) - 1u),
+                             _mm512_permutexvar_epi16(_mm512_or_si512(d, _mm512_slli_epi32(d, 12)), words));
   }
 }
 
@@ -529,7 +551,10 @@ LOWBIT_TARGET_AVX512 inline std::size_t dequantize_groups_impl(const int_dequant
         if (Nibbles) {
           const __m512i all = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
           const __m512 table = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(all, f.z)), f.s);
-          dequantize_nibbles<Stream>(codes, len, table, y + g * len);
+          if constexpr (std::is_same<Out, float>::value)
+            dequantize_nibbles<Stream>(codes, len, table, y + g * len);
+          else
+            dequantize_nibbles(codes, len, table, y + g * len);
         } else {
           dequantize_run<Nibbles, Stream>(codes, len, f, y + g * len);
         }
