@@ -244,8 +244,8 @@ LOWBIT_BLOCK512_INLINE __m512 e2m1_values16() {
 
 // The scales D of the `count` <= 16 planar blocks from g, in d_lane.
 template <class In>
-LOWBIT_BLOCK512_INLINE void nvfp4_planar_scales(const In in_layout, std::size_t g, std::size_t count,
-                                                const ::lowbit::nvfp4_options& o, float* d_lane) {
+LOWBIT_BLOCK512_INLINE __m512 nvfp4_planar_scales(const In in_layout, std::size_t g, std::size_t count,
+                                                  const ::lowbit::nvfp4_options& o, float* d_lane) {
   __m512i codes;
   if (count == 16) {
     codes = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in_layout.scale_ptr(g))));
@@ -256,7 +256,9 @@ LOWBIT_BLOCK512_INLINE void nvfp4_planar_scales(const In in_layout, std::size_t 
   }
   const __m512 dec = decode_e4m3_16<true>(codes);
   const __m512 t = _mm512_set1_ps(o.tensor_scale);
-  _mm512_store_ps(d_lane, nv_is_multiplier(o) ? _mm512_div_ps(dec, t) : _mm512_mul_ps(dec, t));
+  const __m512 d = nv_is_multiplier(o) ? _mm512_div_ps(dec, t) : _mm512_mul_ps(dec, t);
+  _mm512_store_ps(d_lane, d);
+  return d;
 }
 
 // In: planar_layout (ggml's blocks: nvfp4_dequantize_ggml_impl below).
@@ -281,9 +283,32 @@ LOWBIT_TARGET_AVX512 inline void nvfp4_dequantize_impl(const In in_layout, std::
 // are rounded together by one vcvtne2ps2bf16 (32 codes: block A's, then B's) and the 32 outputs
 // looked up with one vpermw, where nvfp4_decode32 rounds every output. The instruction rounds as
 // the reference does (nearest-even on the bits) except on NaN, on magnitudes from 0x7F7F8000 up
-// and on float subnormals (docs/kernels.md); a table with such a product other than the +-0 of
-// codes 0 and 8 (D = 0, a tiny or huge D, NaN) sends its pair to nvfp4_decode32. Returns false
-// then, having written nothing.
+// and on float subnormals (docs/kernels.md). The products are D times 0, +-0.5 .. +-6: a D with
+// 2^-125 <= |D| < 2^124 gives none of those (tame_scales, one test for 16 blocks). Otherwise
+// each pair's tables are checked: one with such a product other than the +-0 of codes 0 and 8
+// (D = 0, a tiny or huge D, NaN) sends its pair to nvfp4_decode32.
+
+// The lanes of D that are tame.
+LOWBIT_BLOCK512_INLINE __mmask16 tame_scales(__m512 d) {
+  const __m512i a = _mm512_and_si512(_mm512_castps_si512(d), set1(0x7FFFFFFF));
+  return _mm512_cmpge_epu32_mask(a, set1(0x01000000)) & _mm512_cmplt_epu32_mask(a, set1(0x7D800000));  // 2^-125, 2^124
+}
+
+// The lookup, from a pair's two tables of products.
+LOWBIT_AVX512_BF16_INLINE void nvfp4_lookup32_bf16(const std::uint8_t* in, bfloat16* out, __m512 t0, __m512 t1) {
+  const __m512i table = (__m512i)_mm512_cvtne2ps_pbh(t1, t0);
+  // Word j of block A (B: word 16 + j): the low nibble of byte j / 2 for even j, the high one for
+  // odd j. Each byte doubled, widened to words, odd words shifted by 4, masked, B's offset by 16.
+  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in));
+  const __m256i bytes = _mm256_set_m128i(_mm_unpackhi_epi8(b, b), _mm_unpacklo_epi8(b, b));
+  const __m512i w = _mm512_srlv_epi16(_mm512_cvtepu8_epi16(bytes), set1(0x00040000));
+  const __m512i block_b = _mm512_maskz_mov_epi16(0xFFFF0000u, _mm512_set1_epi16(16));
+  const __m512i index = _mm512_ternarylogic_epi32(w, _mm512_set1_epi16(0x0F), block_b, 0xEA);  // (w & 15) | B's 16
+  _mm512_storeu_si512(out, _mm512_permutexvar_epi16(index, table));
+}
+
+// A pair whose scales were not found tame: returns false, having written nothing, where a table
+// holds a product the instruction would round differently.
 LOWBIT_AVX512_BF16_INLINE bool nvfp4_decode32_bf16(const std::uint8_t* in, bfloat16* out, __m512 values, float d0,
                                                     float d1) {
   const __m512 t0 = _mm512_mul_ps(values, _mm512_set1_ps(d0));
@@ -294,15 +319,7 @@ LOWBIT_AVX512_BF16_INLINE bool nvfp4_decode32_bf16(const std::uint8_t* in, bfloa
   if ((_mm512_cmpgt_epi32_mask(_mm512_max_epi32(a0, a1), set1(0x7F7F7FFF)) |
        _mm512_mask_testn_epi32_mask(0xFEFE, a0, exponent) | _mm512_mask_testn_epi32_mask(0xFEFE, a1, exponent)) != 0)
     return false;
-  const __m512i table = (__m512i)_mm512_cvtne2ps_pbh(t1, t0);
-  // Word j of block A (B: word 16 + j): the low nibble of byte j / 2 for even j, the high one for
-  // odd j. Each byte doubled, widened to words, odd words shifted by 4, masked, B's offset by 16.
-  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in));
-  const __m256i bytes = _mm256_set_m128i(_mm_unpackhi_epi8(b, b), _mm_unpacklo_epi8(b, b));
-  const __m512i w = _mm512_srlv_epi16(_mm512_cvtepu8_epi16(bytes), set1(0x00040000));
-  const __m512i block_b = _mm512_maskz_mov_epi16(0xFFFF0000u, _mm512_set1_epi16(16));
-  const __m512i index = _mm512_ternarylogic_epi32(w, _mm512_set1_epi16(0x0F), block_b, 0xEA);  // (w & 15) | B's 16
-  _mm512_storeu_si512(out, _mm512_permutexvar_epi16(index, table));
+  nvfp4_lookup32_bf16(in, out, t0, t1);
   return true;
 }
 
@@ -314,12 +331,18 @@ LOWBIT_TARGET_AVX512_BF16 inline void nvfp4_dequantize_bf16_impl(const In in_lay
   alignas(64) float d_lane[16];
   for (std::size_t g = 0; g < blocks; g += 16) {
     const std::size_t count = blocks - g < 16 ? blocks - g : 16;
-    nvfp4_planar_scales(in_layout, g, count, o, d_lane);
+    const __m512 d = nvfp4_planar_scales(in_layout, g, count, o, d_lane);
+    const __mmask16 used = static_cast<__mmask16>((1u << count) - 1u);
+    const bool tame = (tame_scales(d) & used) == used;
     for (std::size_t k = 0; k < count; k += 2) {
       const bool pair = count - k >= 2;
       const std::uint8_t* in = in_layout.element_ptr(g + k);
-      if (!pair || !nvfp4_decode32_bf16(in, dst + (g + k) * 16, values, d_lane[k], d_lane[k + 1]))
-        nvfp4_decode32<false, false>(in, dst + (g + k) * 16, values, d_lane[k], pair ? d_lane[k + 1] : 0.0f, pair);
+      bfloat16* out = dst + (g + k) * 16;
+      if (pair && tame)
+        nvfp4_lookup32_bf16(in, out, _mm512_mul_ps(values, _mm512_set1_ps(d_lane[k])),
+                            _mm512_mul_ps(values, _mm512_set1_ps(d_lane[k + 1])));
+      else if (!pair || !nvfp4_decode32_bf16(in, out, values, d_lane[k], d_lane[k + 1]))
+        nvfp4_decode32<false, false>(in, out, values, d_lane[k], pair ? d_lane[k + 1] : 0.0f, pair);
     }
   }
 }
