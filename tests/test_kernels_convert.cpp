@@ -658,21 +658,16 @@ template <class T>
 class Tails : public ::testing::Test {};
 TYPED_TEST_SUITE(Tails, all_formats, format_names);
 
-TYPED_TEST(Tails, EveryLengthEveryPath) {
-  REQUIRE_AVX2();
-  using T = TypeParam;
-  std::vector<float> x = random_patterns(140, 77);
-  const float specials[] = {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity(),
-                            std::numeric_limits<float>::infinity(), std::numeric_limits<float>::denorm_min(),
-                            -static_cast<float>(std::numeric_limits<T>::min()) / 3, 1e30f, -1e30f, -0.0f};
-  for (std::size_t i = 0; i < x.size(); i += 9) x[i] = specials[(i / 9) % 8];
-  for (std::size_t i = 4; i < x.size(); i += 9) x[i] = -float_from_bits(0x7FC12345u);  // a NaN with payload
+// Every length 0..130 from sources of type From (float32; bfloat16 and float16 from their own
+// patterns), both rounding modes the AVX-512 encoders take, each path under FTZ + DAZ + round-up.
+template <class T, class From>
+void check_tails(const std::vector<From>& x) {
   constexpr bool packable = T::format::bits == 4 || T::format::bits == 6;
   for (const rounding rm : {rounding::nearest_even, rounding::toward_zero}) {
     policy p;
     p.rm = rm;
     for (std::size_t len = 0; len <= 130; ++len) {
-      const float* src = x.data() + 1;
+      const From* src = x.data() + 1;
       for (int packed = 0; packed < (packable ? 2 : 1); ++packed) {
         const std::size_t bytes = packed != 0 ? lowbit::packed_bytes(len, T::format::bits) : len * sizeof(T);
         const auto write = [&](std::uint8_t* d) {
@@ -687,7 +682,8 @@ TYPED_TEST(Tails, EveryLengthEveryPath) {
         }, "reference");
         for (const isa path : checked_paths()) {
           const std::string what = std::string(T::format::name) + (packed != 0 ? " packed, " : ", ") +
-                                   lowbit::isa_name(path) + ", length " + std::to_string(len);
+                                   lowbit::isa_name(path) + ", length " + std::to_string(len) + ", source of " +
+                                   std::to_string(sizeof(From)) + " bytes";
           const std::vector<std::uint8_t> got = run_guarded(bytes, (len * 3) % 32 / sizeof(T) * sizeof(T), [&](std::uint8_t* d) {
             const lowbit::scoped_isa use(path);
             const lowbit_test::mxcsr_scope fp(lowbit_test::mxcsr_ftz | lowbit_test::mxcsr_daz | lowbit_test::mxcsr_round_up);
@@ -699,6 +695,36 @@ TYPED_TEST(Tails, EveryLengthEveryPath) {
       }
     }
   }
+}
+
+TYPED_TEST(Tails, EveryLengthEveryPath) {
+  REQUIRE_AVX2();
+  using T = TypeParam;
+  std::vector<float> x = random_patterns(140, 77);
+  const float specials[] = {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::infinity(), std::numeric_limits<float>::denorm_min(),
+                            -static_cast<float>(std::numeric_limits<T>::min()) / 3, 1e30f, -1e30f, -0.0f};
+  for (std::size_t i = 0; i < x.size(); i += 9) x[i] = specials[(i / 9) % 8];
+  for (std::size_t i = 4; i < x.size(); i += 9) x[i] = -float_from_bits(0x7FC12345u);  // a NaN with payload
+  check_tails<T>(x);
+  if (::testing::Test::HasFatalFailure()) return;
+  // 16-bit sources: random patterns (NaN, Inf and subnormals among them) and the specials.
+  std::mt19937 gen(78);
+  std::vector<lowbit::bfloat16> xb(140);
+  std::vector<lowbit::float16> xh(140);
+  for (std::size_t i = 0; i < xb.size(); ++i) {
+    xb[i] = lowbit::bfloat16::from_bits(static_cast<std::uint16_t>(gen()));
+    xh[i] = lowbit::float16::from_bits(static_cast<std::uint16_t>(gen()));
+  }
+  const std::uint16_t half_specials[] = {0x7E00, 0xFC00, 0x7C00, 0x0001, 0x8000, 0x7BFF, 0x83FF, 0x7D01};
+  const std::uint16_t bf16_specials[] = {0x7FC0, 0xFF80, 0x7F80, 0x0001, 0x8000, 0x7F7F, 0x807F, 0x7F81};
+  for (std::size_t i = 0; i < xb.size(); i += 9) {
+    xb[i] = lowbit::bfloat16::from_bits(bf16_specials[(i / 9) % 8]);
+    xh[i] = lowbit::float16::from_bits(half_specials[(i / 9) % 8]);
+  }
+  check_tails<T>(xb);
+  if (::testing::Test::HasFatalFailure()) return;
+  check_tails<T>(xh);
 }
 
 // Packing agrees with core/packing.hpp's layout, element by element, for every odd length.

@@ -3,9 +3,10 @@
 // its header first).
 //
 // What they cover, the rest staying on the AVX2 kernels (which the avx512 path runs too):
-//  - encoding float32 into every format with path 1 (direct_path: FP8, FP6, FP4 unpacked and
-//    packed, E8M0, float16, bfloat16) for round-to-nearest-even and toward-zero under simple
-//    policies (simple_setup: one limit, one NaN code; lowbit's default among them);
+//  - encoding float32, bfloat16 and float16 into every format with path 1 (direct_path: FP8, FP6,
+//    FP4 unpacked and packed, E8M0, float16, bfloat16) for round-to-nearest-even and toward-zero
+//    under simple policies (simple_setup: one limit, one NaN code; lowbit's default among them);
+//    16-bit sources are widened exactly to float32 as they are loaded (load16);
 //  - decoding the float16-twin formats (FP8, FP6 one code per byte or packed four in three
 //    bytes) into float32;
 //  - decoding FP4 (E2M1: one code per byte, and two per byte) with a 16-entry vpermd table, and
@@ -200,17 +201,41 @@ LOWBIT_AVX512_INLINE void encode_block(__m512i x0, __m512i x1, __m512i x2, __m51
   }
 }
 
-template <class F, rounding RM, layout L>
-LOWBIT_AVX512_INLINE void encode_at(const float* src, std::uint8_t* dst, const encode_vectors& v) {
-  encode_block<F, RM, L>(_mm512_loadu_si512(src), _mm512_loadu_si512(src + 16), _mm512_loadu_si512(src + 32),
-                         _mm512_loadu_si512(src + 48), dst, v);
+// 16 source elements -> their float32 bit patterns: float32 as it is, bfloat16 by a shift, float16
+// by vcvtph2ps (exact; its half-precision input ignores MXCSR.DAZ). With a mask: the lanes it
+// selects, zeros elsewhere (nothing else is read).
+LOWBIT_AVX512_INLINE __m512i load16(const float* p) { return _mm512_loadu_si512(p); }
+LOWBIT_AVX512_INLINE __m512i load16(const bfloat16* p) {
+  return _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16);
+}
+LOWBIT_AVX512_INLINE __m512i load16(const float16* p) {
+  return _mm512_castps_si512(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
+}
+LOWBIT_AVX512_INLINE __m512i load16(const float* p, __mmask16 k) { return _mm512_maskz_loadu_epi32(k, p); }
+LOWBIT_AVX512_INLINE __m512i load16(const bfloat16* p, __mmask16 k) {
+  return _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(k, p)), 16);
+}
+LOWBIT_AVX512_INLINE __m512i load16(const float16* p, __mmask16 k) {
+  return _mm512_castps_si512(_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(k, p)));
+}
+
+template <class F, rounding RM, layout L, class From>
+LOWBIT_AVX512_INLINE void encode_at(const From* src, std::uint8_t* dst, const encode_vectors& v) {
+  encode_block<F, RM, L>(load16(src), load16(src + 16), load16(src + 32), load16(src + 48), dst, v);
+}
+
+// The cache lines of 64 source elements from p on.
+template <class From>
+LOWBIT_AVX512_INLINE void prefetch64(const From* p) {
+  const char* b = reinterpret_cast<const char*>(p);
+  for (std::size_t line = 0; line < sizeof(From); ++line) _mm_prefetch(b + 64 * line, _MM_HINT_T0);
 }
 
 // Elements [0, n) of src into dst; Stream: whole chunks through an L1 staging buffer and
 // non-temporal stores (dst and every chunk 32-byte aligned: avx2's encode_stream_start).
-template <class F, rounding RM, layout L, bool Stream>
-LOWBIT_AVX512_INLINE void encode_range(const float* src, std::uint8_t* dst, std::size_t n, const encode_vectors& v) {
-  constexpr std::size_t ahead = LOWBIT_PREFETCH_BYTES / sizeof(float);
+template <class F, rounding RM, layout L, bool Stream, class From>
+LOWBIT_AVX512_INLINE void encode_range(const From* src, std::uint8_t* dst, std::size_t n, const encode_vectors& v) {
+  constexpr std::size_t ahead = LOWBIT_PREFETCH_BYTES / sizeof(From);
   constexpr std::size_t chunk = avx2::detail::stream_chunk;
   static_assert(chunk % 64 == 0, "whole steps");
   std::size_t i = 0;
@@ -219,11 +244,7 @@ LOWBIT_AVX512_INLINE void encode_range(const float* src, std::uint8_t* dst, std:
     static_assert(sizeof stage % 32 == 0, "whole lines");
     for (; i + chunk + ahead <= n; i += chunk) {
       for (std::size_t b = 0; b < chunk; b += 64) {
-        const char* p = reinterpret_cast<const char*>(src + i + b + ahead);
-        _mm_prefetch(p, _MM_HINT_T0);
-        _mm_prefetch(p + 64, _MM_HINT_T0);
-        _mm_prefetch(p + 128, _MM_HINT_T0);
-        _mm_prefetch(p + 192, _MM_HINT_T0);
+        prefetch64(src + i + b + ahead);
         encode_at<F, RM, L>(src + i + b, stage + layout_bytes<L>(b), v);
       }
       std::uint8_t* out = dst + layout_bytes<L>(i);
@@ -233,11 +254,7 @@ LOWBIT_AVX512_INLINE void encode_range(const float* src, std::uint8_t* dst, std:
     }
   }
   for (; i + 64 + ahead <= n; i += 64) {
-    const char* p = reinterpret_cast<const char*>(src + i + ahead);
-    _mm_prefetch(p, _MM_HINT_T0);
-    _mm_prefetch(p + 64, _MM_HINT_T0);
-    _mm_prefetch(p + 128, _MM_HINT_T0);
-    _mm_prefetch(p + 192, _MM_HINT_T0);
+    prefetch64(src + i + ahead);
     encode_at<F, RM, L>(src + i, dst + layout_bytes<L>(i), v);
   }
   for (; i + 64 <= n; i += 64) encode_at<F, RM, L>(src + i, dst + layout_bytes<L>(i), v);
@@ -248,7 +265,7 @@ LOWBIT_AVX512_INLINE void encode_range(const float* src, std::uint8_t* dst, std:
     for (std::size_t k = 0; k < 4; ++k) {
       const std::size_t have = m > 16 * k ? m - 16 * k : 0;
       const __mmask16 mask = have >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << have) - 1u);
-      x[k] = _mm512_maskz_loadu_epi32(mask, src + i + 16 * k);
+      x[k] = load16(src + i + 16 * k, mask);
     }
     alignas(64) std::uint8_t d[128];
     encode_block<F, RM, L>(x[0], x[1], x[2], x[3], d, v);
@@ -316,12 +333,13 @@ LOWBIT_TARGET_AVX512_BF16 void encode_bf16_loop(const float* src, std::uint8_t* 
   if (i < n) encode_range<F, rounding::nearest_even, layout::words, false>(src + i, dst + 2 * i, n - i, v);
 }
 
-template <class F, rounding RM, layout L>
-LOWBIT_TARGET_AVX512 void encode_loop(const float* src, std::uint8_t* dst, std::size_t n,
+template <class F, rounding RM, layout L, class From>
+LOWBIT_TARGET_AVX512 void encode_loop(const From* src, std::uint8_t* dst, std::size_t n,
                                       const encode_setup& setup) noexcept {
   const encode_vectors v = vectors_of(setup);
-  const std::size_t m = avx2::detail::encode_stream_start<L, float>(dst, n);
-  if constexpr (std::is_same<F, formats::bfloat16>::value && RM == rounding::nearest_even) {
+  const std::size_t m = avx2::detail::encode_stream_start<L, From>(dst, n);
+  if constexpr (std::is_same<F, formats::bfloat16>::value && RM == rounding::nearest_even &&
+                std::is_same<From, float>::value) {
     if (m == n && ::lowbit::detail::use_avx512_bf16()) return encode_bf16_loop<F>(src, dst, n, v);
   }
   if (m < n) {
@@ -333,8 +351,8 @@ LOWBIT_TARGET_AVX512 void encode_loop(const float* src, std::uint8_t* dst, std::
   encode_range<F, RM, L, false>(src, dst, n, v);
 }
 
-template <class F, rounding RM, layout L>
-void encode_mode(const float* src, std::uint8_t* dst, std::size_t n, const policy& p) noexcept {
+template <class F, rounding RM, layout L, class From>
+void encode_mode(const From* src, std::uint8_t* dst, std::size_t n, const policy& p) noexcept {
   encode_setup s = avx2::detail::make_setup<F>(p);
   avx2::detail::make_direct_setup<F, RM>(s);
   // vcvtps2dq rounds as MXCSR.RC says; both conversions raise the precision flag.
@@ -342,8 +360,8 @@ void encode_mode(const float* src, std::uint8_t* dst, std::size_t n, const polic
   encode_loop<F, RM, L>(src, dst, n, s);
 }
 
-template <class F, layout L>
-void encode_dispatch(const float* src, std::uint8_t* dst, std::size_t n, const policy& p) noexcept {
+template <class F, layout L, class From>
+void encode_dispatch(const From* src, std::uint8_t* dst, std::size_t n, const policy& p) noexcept {
   if (p.rm == rounding::toward_zero) return encode_mode<F, rounding::toward_zero, L>(src, dst, n, p);
   encode_mode<F, rounding::nearest_even, L>(src, dst, n, p);
 }
@@ -921,12 +939,14 @@ void decode_table(const std::uint8_t* src, float* dst, std::size_t n) noexcept {
 // Entry points. Callers check can_encode / covers (can_decode), and that the CPU runs AVX-512
 // (lowbit::detail::use_avx512()); convert.hpp does, and sends everything else to the AVX2 kernels.
 
-// float32 -> T in the unpacked (and, for 4, 6 and 8 bits, packed) layouts.
+// float32, bfloat16, float16 -> T in the unpacked (and, for 4, 6 and 8 bits, packed) layouts.
 template <class From, class T>
 struct can_encode : std::false_type {};
-template <class F>
-struct can_encode<float, minifloat<F>>
-    : std::integral_constant<bool, detail::direct_path<F, rounding::nearest_even>::available &&
+template <class From, class F>
+struct can_encode<From, minifloat<F>>
+    : std::integral_constant<bool, (std::is_same<From, float>::value || std::is_same<From, bfloat16>::value ||
+                                    std::is_same<From, float16>::value) &&
+                                       detail::direct_path<F, rounding::nearest_even>::available &&
                                        detail::direct_path<F, rounding::toward_zero>::available> {};
 
 // The policies the encoders take: nearest-even or toward zero, simple (one limit, one NaN code),
@@ -941,17 +961,17 @@ template <class F>
 struct can_decode : std::integral_constant<bool, detail::half_twin<F>::value || detail::table_format<F>::value ||
                                                      detail::exponent_format<F>::value> {};
 
-template <class T>
-void encode(const float* src, T* dst, std::size_t n, const policy& p) noexcept {
+template <class From, class T>
+void encode(const From* src, T* dst, std::size_t n, const policy& p) noexcept {
   using F = typename T::format;
-  static_assert(can_encode<float, T>::value, "no AVX-512 kernel for this format");
+  static_assert(can_encode<From, T>::value, "no AVX-512 kernel for this pair");
   detail::encode_dispatch<F, avx2::detail::layout_of<F>()>(src, reinterpret_cast<std::uint8_t*>(dst), n, p);
 }
 
-template <class T>
-void encode_packed(const float* src, std::uint8_t* dst, std::size_t n, const policy& p) noexcept {
+template <class T, class From>
+void encode_packed(const From* src, std::uint8_t* dst, std::size_t n, const policy& p) noexcept {
   using F = typename T::format;
-  static_assert(can_encode<float, T>::value && F::bits <= 8, "no AVX-512 kernel for this format");
+  static_assert(can_encode<From, T>::value && F::bits <= 8, "no AVX-512 kernel for this pair");
   detail::encode_dispatch<F, avx2::detail::packed_layout_of<F>()>(src, dst, n, p);
 }
 
