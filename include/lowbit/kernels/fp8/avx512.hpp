@@ -44,13 +44,9 @@ namespace fp8_avx512 {
 namespace detail {
 
 // 16 source values -> their float32 values (exact widening for the 16-bit types).
-LOWBIT_AVX512_INLINE __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
-LOWBIT_AVX512_INLINE __m512 load16(const bfloat16* p) {
-  return _mm512_castsi512_ps(
-      _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
-}
-LOWBIT_AVX512_INLINE __m512 load16(const float16* p) {
-  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+template <class From>
+LOWBIT_AVX512_INLINE __m512 load16(const From* p) {
+  return _mm512_castsi512_ps(avx512::detail::load16(p));
 }
 
 template <class From>

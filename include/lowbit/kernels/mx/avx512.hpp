@@ -75,10 +75,7 @@ using namespace ::lowbit::kernels::block::detail;
 LOWBIT_BLOCK512_INLINE __m512i set1(int v) { return _mm512_set1_epi32(v); }
 
 // 16 source values as float32 bit patterns (bfloat16 widens exactly).
-LOWBIT_BLOCK512_INLINE __m512i load16(const float* p) { return _mm512_castps_si512(_mm512_loadu_ps(p)); }
-LOWBIT_BLOCK512_INLINE __m512i load16(const bfloat16* p) {
-  return _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16);
-}
+using ::lowbit::kernels::avx512::detail::load16;
 
 // Lane i: the maximum of the 16 lanes of block(i) (signed; used on |x| bit patterns), for
 // i < count, 0 for the others. Four rounds of pairwise maxima over interleaved halves: 32-bit,
