@@ -25,7 +25,9 @@
 // 4-bit format uses a 16-entry vpshufb table built from the scalar codec; E8M0, and every byte
 // format into float16 / bfloat16, build each value's bfloat16 (or float16) pattern in 16-bit
 // lanes (NaN 0x7FC0 with the code's sign, as codec.hpp's pack_float): arithmetic for the normal
-// numbers, a vpshufb table for the subnormals (half_from_codes).
+// numbers, a vpshufb table for the subnormals (half_from_codes); where a format's codes split into
+// nibbles that give the result's bytes (split_tables: the FP8 and FP6 formats into bfloat16 but
+// E5M2FNUZ), four vpshufb lookups per 32 codes instead (widen_split).
 //
 // The per-lane arithmetic that the AVX-512 kernels (avx512.hpp) share, path 1's direct_code with
 // normal_t and the decoders' half_twin_bits, is written once over the vector width in lanes.hpp
@@ -1079,6 +1081,102 @@ LOWBIT_AVX2_INLINE void widen_block(const std::uint8_t* src, std::uint8_t* dst, 
   }
 }
 
+// The same by byte-table lookups, 32 codes a vector (widen_split), where F's codes split for H:
+// for every number, the high byte of its H pattern is the sign and a function of the 4 code bits
+// from bit k up, and the low byte one of the low 4 bits; for the codes whose exponent field is 0
+// (zero, subnormals) both bytes are functions of the low 4 bits and the sign. The tables come
+// from the scalar decoder, which also proves the split (shift < 0 where it does not hold: the
+// FP8 and FP6 formats into bfloat16 split but E5M2FNUZ, and float16 outputs do not). Finite
+// values do not depend on the policy (holds_exactly); a step with a NaN or Inf code is done by
+// widen_block.
+template <class F, class H>
+struct split_tables {
+  std::uint8_t lo[16] = {}, hi[16] = {}, sub_lo[16] = {}, sub_hi[16] = {};
+  int shift = -1;  // k
+  split_tables() noexcept {
+    if constexpr (F::has_subnormals)
+      for (unsigned k = 0; k <= 4 && shift < 0; ++k)
+        if (fill(k)) shift = static_cast<int>(k);
+  }
+  // Entry i of t becomes v, unless it was given another value before.
+  static bool put(std::uint8_t* t, bool* given, std::uint32_t i, std::uint32_t v) noexcept {
+    if (given[i] && t[i] != v) return false;
+    t[i] = static_cast<std::uint8_t>(v);
+    given[i] = true;
+    return true;
+  }
+  bool fill(unsigned k) noexcept {
+    bool lo_given[16] = {}, hi_given[16] = {}, sub_lo_given[16] = {}, sub_hi_given[16] = {};
+    for (std::uint32_t c = 0; c <= F::code_mask; ++c) {
+      const float x = lowbit::detail::pack_float(lowbit::detail::unpack_bits<F>(c));
+      if ((lowbit::detail::bit_cast<std::uint32_t>(x) & 0x7F800000u) == 0x7F800000u) continue;  // NaN, Inf
+      const std::uint32_t r = lowbit::encode<minifloat<H>>(x).bits();
+      if (((r >> 15) != 0) != ((c & F::sign_mask) != 0)) return false;
+      const std::uint32_t low = c & 15u, r_lo = r & 0xFFu, r_hi = (r >> 8) & 0x7Fu;
+      const bool field0 = ((c >> F::mantissa_bits) & ((1u << F::exponent_bits) - 1u)) == 0;
+      const bool ok = field0 ? put(sub_lo, sub_lo_given, low, r_lo) && put(sub_hi, sub_hi_given, low, r_hi)
+                             : put(lo, lo_given, low, r_lo) && put(hi, hi_given, (c >> k) & 15u, r_hi);
+      if (!ok) return false;
+    }
+    return true;
+  }
+  static const split_tables& get() noexcept {
+    static const split_tables t;
+    return t;
+  }
+};
+
+LOWBIT_AVX2_INLINE __m256i table_of(const std::uint8_t* t) {
+  return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t)));
+}
+
+// Whether one of 32 codes (masked to the code) is NaN or Inf.
+template <class F>
+LOWBIT_AVX2_INLINE bool special_codes32(__m256i c) {
+  const __m256i mag = _mm256_and_si256(c, _mm256_set1_epi8(static_cast<char>(F::magnitude_mask)));
+  __m256i special = _mm256_cmpgt_epi8(mag, _mm256_set1_epi8(static_cast<char>(F::max_bits)));
+  if constexpr (F::specials == special_values::fnuz)
+    special = _mm256_or_si256(special, _mm256_cmpeq_epi8(c, _mm256_set1_epi8(static_cast<char>(F::sign_mask))));
+  return !_mm256_testz_si256(special, special);
+}
+
+template <class F, class H>
+LOWBIT_TARGET_AVX2 void widen_split(const std::uint8_t* src, std::uint8_t* dst, std::size_t n, const half_policy& hp,
+                                    const split_tables<F, H>& t) noexcept {
+  const __m256i lo = table_of(t.lo), hi = table_of(t.hi), sub_lo = table_of(t.sub_lo), sub_hi = table_of(t.sub_hi);
+  const __m128i k = _mm_cvtsi32_si128(t.shift);
+  const __m256i nibble = _mm256_set1_epi8(0x0F);
+  const __m256i field = _mm256_set1_epi8(static_cast<char>(((1u << F::exponent_bits) - 1u) << F::mantissa_bits));
+  std::size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m256i c = _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i)),
+                                       _mm256_set1_epi8(static_cast<char>(F::code_mask)));
+    if (special_codes32<F>(c)) {
+      widen_block<F, H>(src + i, dst + 2 * i, hp);
+      continue;
+    }
+    const __m256i low = _mm256_and_si256(c, nibble);
+    const __m256i field0 = _mm256_cmpeq_epi8(_mm256_and_si256(c, field), _mm256_setzero_si256());
+    const __m256i r_lo = _mm256_blendv_epi8(_mm256_shuffle_epi8(lo, low), _mm256_shuffle_epi8(sub_lo, low), field0);
+    __m256i r_hi = _mm256_blendv_epi8(_mm256_shuffle_epi8(hi, _mm256_and_si256(_mm256_srl_epi16(c, k), nibble)),
+                                      _mm256_shuffle_epi8(sub_hi, low), field0);
+    if constexpr (F::is_signed)  // the sign bit moved to bit 7 of its byte
+      r_hi = _mm256_or_si256(r_hi, _mm256_slli_epi16(_mm256_and_si256(c, _mm256_set1_epi8(static_cast<char>(F::sign_mask))),
+                                                     8 - F::bits));
+    const __m256i a = _mm256_unpacklo_epi8(r_lo, r_hi);  // elements 0-7 | 16-23
+    const __m256i b = _mm256_unpackhi_epi8(r_lo, r_hi);  // elements 8-15 | 24-31
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 2 * i), _mm256_permute2x128_si256(a, b, 0x20));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 2 * i + 32), _mm256_permute2x128_si256(a, b, 0x31));
+  }
+  if (i < n) {
+    std::uint8_t in[32] = {};
+    std::uint8_t out[64];
+    std::memcpy(in, src + i, n - i);
+    widen_block<F, H>(in, out, hp);
+    std::memcpy(dst + 2 * i, out, 2 * (n - i));
+  }
+}
+
 template <class F, class H>
 LOWBIT_TARGET_AVX2 void widen_to_half(const std::uint8_t* src, std::uint8_t* dst, std::size_t n,
                                       const policy& p) noexcept {
@@ -1088,6 +1186,8 @@ LOWBIT_TARGET_AVX2 void widen_to_half(const std::uint8_t* src, std::uint8_t* dst
   hp.nan_signed = nan_code<H>(false, p) != nan_code<H>(true, p);
   const bool inf_to_max = p.ov == overflow::saturate && p.inf == inf_policy::saturate;
   hp.limit = _mm256_set1_epi16(static_cast<short>(inf_to_max ? H::max_bits : H::inf_bits));
+  const split_tables<F, H>& t = split_tables<F, H>::get();
+  if (t.shift >= 0) return widen_split<F, H>(src, dst, n, hp, t);
   std::size_t i = 0;
   for (; i + 32 <= n; i += 32) widen_block<F, H>(src + i, dst + 2 * i, hp);
   if (i < n) {
