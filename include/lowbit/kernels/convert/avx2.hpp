@@ -332,7 +332,8 @@ struct subnormal_table {
 // 16 codes of a byte format F, one per 16-bit lane (already masked to the code) -> their values
 // as bit patterns of H (bfloat16 by default), exactly as codec.hpp decodes them. NaN becomes
 // H's quiet NaN (bfloat16 0x7FC0, float16 0x7E00) with the code's sign (none for FNUZ).
-template <class F, class H = formats::bfloat16>
+// Numbers: the caller knows that no code is NaN or Inf (no specials' fix-ups).
+template <class F, class H = formats::bfloat16, bool Numbers = false>
 LOWBIT_AVX2_INLINE __m256i half_from_codes(__m256i w) {
   constexpr int M = F::mantissa_bits;
   constexpr int MH = H::mantissa_bits;
@@ -362,7 +363,8 @@ LOWBIT_AVX2_INLINE __m256i half_from_codes(__m256i w) {
       r = _mm256_blendv_epi8(r, smallest, _mm256_cmpeq_epi16(mag, _mm256_setzero_si256()));
     }
   }
-  if constexpr (F::specials == special_values::fn) {
+  if constexpr (Numbers) {
+  } else if constexpr (F::specials == special_values::fn) {
     // The formula gives `at_nan` for the all-ones magnitude; move it to the quiet NaN.
     constexpr std::uint16_t at_nan = static_cast<std::uint16_t>((F::magnitude_mask << (MH - M)) + ((H::bias - F::bias) << MH));
     const __m256i is_nan = _mm256_cmpeq_epi16(mag, _mm256_set1_epi16(static_cast<short>(F::magnitude_mask)));
@@ -373,7 +375,7 @@ LOWBIT_AVX2_INLINE __m256i half_from_codes(__m256i w) {
     const __m256i value = _mm256_blendv_epi8(_mm256_set1_epi16(quiet_nan), _mm256_set1_epi16(static_cast<short>(H::inf_bits)), is_inf);
     r = _mm256_blendv_epi8(r, value, special);
   }
-  if constexpr (F::specials == special_values::fnuz) {
+  if constexpr (F::specials == special_values::fnuz && !Numbers) {
     // The -0 pattern is the NaN, and it has no sign: mag is 0 there, so r is +0 until now.
     const __m256i is_nan = _mm256_cmpeq_epi16(w, _mm256_set1_epi16(static_cast<short>(F::sign_mask)));
     const __m256i sign = _mm256_slli_epi16(_mm256_andnot_si256(is_nan, w), 15 - (F::bits - 1));
@@ -1133,8 +1135,11 @@ LOWBIT_AVX2_INLINE __m256i table_of(const std::uint8_t* t) {
 // Whether one of 32 codes (masked to the code) is NaN or Inf.
 template <class F>
 LOWBIT_AVX2_INLINE bool special_codes32(__m256i c) {
-  const __m256i mag = _mm256_and_si256(c, _mm256_set1_epi8(static_cast<char>(F::magnitude_mask)));
-  __m256i special = _mm256_cmpgt_epi8(mag, _mm256_set1_epi8(static_cast<char>(F::max_bits)));
+  __m256i special = _mm256_setzero_si256();
+  if constexpr (F::max_bits < F::magnitude_mask) {  // magnitudes above the largest number
+    const __m256i mag = _mm256_and_si256(c, _mm256_set1_epi8(static_cast<char>(F::magnitude_mask)));
+    special = _mm256_cmpeq_epi8(_mm256_max_epu8(mag, _mm256_set1_epi8(static_cast<char>(F::max_bits + 1))), mag);
+  }
   if constexpr (F::specials == special_values::fnuz)
     special = _mm256_or_si256(special, _mm256_cmpeq_epi8(c, _mm256_set1_epi8(static_cast<char>(F::sign_mask))));
   return !_mm256_testz_si256(special, special);
@@ -1189,7 +1194,18 @@ LOWBIT_TARGET_AVX2 void widen_to_half(const std::uint8_t* src, std::uint8_t* dst
   const split_tables<F, H>& t = split_tables<F, H>::get();
   if (t.shift >= 0) return widen_split<F, H>(src, dst, n, hp, t);
   std::size_t i = 0;
-  for (; i + 32 <= n; i += 32) widen_block<F, H>(src + i, dst + 2 * i, hp);
+  for (; i + 32 <= n; i += 32) {
+    const __m256i c = _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i)),
+                                       _mm256_set1_epi8(static_cast<char>(F::code_mask)));
+    if (special_codes32<F>(c)) {
+      widen_block<F, H>(src + i, dst + 2 * i, hp);
+    } else {  // numbers only: no policy applies
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 2 * i),
+                          half_from_codes<F, H, true>(_mm256_cvtepu8_epi16(_mm256_castsi256_si128(c))));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 2 * i + 32),
+                          half_from_codes<F, H, true>(_mm256_cvtepu8_epi16(_mm256_extracti128_si256(c, 1))));
+    }
+  }
   if (i < n) {
     std::uint8_t in[32] = {};
     std::uint8_t out[64];
