@@ -99,6 +99,16 @@ LOWBIT_AVX2_INLINE __m256i pack_dwords_to_words(__m256i a, __m256i b) {
   return _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xD8);
 }
 
+// 16 words in order (words 0-7 | 8-15) -> a vpshufb table of their low bytes and one of their high
+// bytes, each in both 128-bit lanes; word_tables_lookup32 reads them back.
+LOWBIT_AVX2_INLINE void word_tables(__m256i words, __m256i* lo_bytes, __m256i* hi_bytes) {
+  // Per lane: the 8 low bytes, then the 8 high bytes; then each table is both lanes' half, twice.
+  const __m256i split = _mm256_shuffle_epi8(words, _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
+                                                                    0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15));
+  *lo_bytes = _mm256_permute4x64_epi64(split, 0x88);  // qwords 0 2 0 2
+  *hi_bytes = _mm256_permute4x64_epi64(split, 0xDD);  // qwords 1 3 1 3
+}
+
 // Reorders 32 bytes so that zero-extending them with unpack{lo,hi}_epi8 and then
 // unpack{lo,hi}_epi16 yields the elements in order (see widen_bytes). The dword permutation
 // (0 2 4 6 | 1 3 5 7) undoes the in-lane interleaving of the two unpack levels.

@@ -6,7 +6,9 @@
 //                   to the conversion encoder (kernels/convert/avx2.hpp) through its reader
 //                   interface: the scaled values never go to memory.
 //  dequantize_tile  the conversion decoder's exact widening of the codes, times s (vmulps),
-//                   stored as float32, or rounded to bfloat16 / float16 as encode() rounds.
+//                   stored as float32, or rounded to bfloat16 / float16 as encode() rounds;
+//                   into bfloat16, blocks whose products stay normal look 16 rounded products up
+//                   and add the code's exponent (bf16_lookup).
 //
 // Callers run them inside an IEEE scope (kernels/fp_env.hpp), as for the scalar reference.
 #ifndef LOWBIT_KERNELS_FP8_AVX2_HPP
@@ -178,10 +180,14 @@ LOWBIT_AVX2_INLINE void store8(float16* y, __m256 v) {
 
 // The same for products known finite and below the destination's overflow threshold (no NaN or
 // Inf code in the step, a scale too small to reach it): the rounding alone.
-LOWBIT_AVX2_INLINE void store8_finite(bfloat16* y, __m256 v) {
+// Nearest-even bfloat16 bits of 8 finite floats below the overflow threshold, in 32-bit lanes.
+LOWBIT_AVX2_INLINE __m256i bf16_bits_finite(__m256 v) {
   const __m256i b = _mm256_castps_si256(v);
   const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
-  const __m256i r = _mm256_srli_epi32(_mm256_add_epi32(b, _mm256_add_epi32(_mm256_set1_epi32(0x7FFF), lsb)), 16);
+  return _mm256_srli_epi32(_mm256_add_epi32(b, _mm256_add_epi32(_mm256_set1_epi32(0x7FFF), lsb)), 16);
+}
+LOWBIT_AVX2_INLINE void store8_finite(bfloat16* y, __m256 v) {
+  const __m256i r = bf16_bits_finite(v);
   const __m256i w = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
   _mm_storeu_si128(reinterpret_cast<__m128i*>(y), _mm256_castsi256_si128(w));
 }
@@ -273,6 +279,76 @@ LOWBIT_AVX2_INLINE void dequantize_run(const T* q, std::size_t n, __m256 s, Dst*
     store8(out + 24, _mm256_mul_ps(v[3], s));
     std::memcpy(static_cast<void*>(y + i), out, (n - i) * sizeof(Dst));
   }
+}
+
+// Into bfloat16 by lookup, for a block whose products are all normal floats below 2^127 (the
+// scale times the format's least positive value at least 2^-126, times its largest below 2^127;
+// no NaN or Inf code in the step). A code with exponent field e >= 1 has the value 2^(e - 1)
+// times the code of the same sign and mantissa with field 1, so its product is that code's
+// product times 2^(e - 1) exactly, and so is the product's bfloat16 (rounding commutes with a
+// power of two where nothing is subnormal or overflows): the bfloat16 of the field-1 code plus
+// e - 1 in the exponent field. Codes with field 0 (zero, subnormals) are looked up whole. The
+// 16 entries (index m for field 1, 8 + m for field 0) are the reference's products, rounded as
+// store8_finite rounds them; a step is two vpshufb, the exponent added in 16-bit lanes.
+template <class T>
+struct bf16_lookup {
+  using F = typename T::format;
+  static constexpr std::uint32_t mantissa = (1u << F::mantissa_bits) - 1u;
+  static constexpr std::uint32_t field = F::magnitude_mask & ~mantissa;
+  float values[16] = {};  // the codes' exact values: (1 << M) | m, and m
+  bf16_lookup() noexcept {
+    for (std::uint32_t m = 0; m <= mantissa; ++m) {
+      values[m] = static_cast<float>(T::from_bits(static_cast<std::uint8_t>((1u << F::mantissa_bits) | m)));
+      values[8 + m] = static_cast<float>(T::from_bits(static_cast<std::uint8_t>(m)));
+    }
+  }
+  static const bf16_lookup& get() noexcept {
+    static const bf16_lookup t;
+    return t;
+  }
+  // Whether scale gives the block products the lookup holds for (`finite` checked the top).
+  static bool tame(float scale) noexcept {
+    return static_cast<float>(std::numeric_limits<T>::denorm_min()) * scale >= 0x1p-126f;
+  }
+};
+
+template <class T>
+LOWBIT_AVX2_INLINE void bf16_lookup32(const T* q, __m256i lo_t, __m256i hi_t, bfloat16* y) {
+  using L = bf16_lookup<T>;
+  const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
+  const __m256i f = _mm256_and_si256(c, _mm256_set1_epi8(static_cast<char>(L::field)));
+  const __m256i field0 = _mm256_cmpeq_epi8(f, _mm256_setzero_si256());
+  const __m256i index = _mm256_or_si256(_mm256_and_si256(c, _mm256_set1_epi8(static_cast<char>(L::mantissa))),
+                                        _mm256_and_si256(field0, _mm256_set1_epi8(8)));
+  const __m256i lo = _mm256_shuffle_epi8(lo_t, index);
+  const __m256i hi = _mm256_or_si256(_mm256_shuffle_epi8(hi_t, index), _mm256_and_si256(c, _mm256_set1_epi8(static_cast<char>(0x80))));
+  // e - 1 (0 for field 0), in bytes: the field's byte shifted down by M (the sign bit cleared first).
+  const __m256i e1 = _mm256_subs_epu8(_mm256_srli_epi16(f, L::F::mantissa_bits), _mm256_set1_epi8(1));
+  const __m256i z = _mm256_setzero_si256();
+  const __m256i a = _mm256_add_epi16(_mm256_unpacklo_epi8(lo, hi), _mm256_slli_epi16(_mm256_unpacklo_epi8(e1, z), 7));
+  const __m256i b = _mm256_add_epi16(_mm256_unpackhi_epi8(lo, hi), _mm256_slli_epi16(_mm256_unpackhi_epi8(e1, z), 7));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(y), _mm256_permute2x128_si256(a, b, 0x20));       // 0-15
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + 16), _mm256_permute2x128_si256(a, b, 0x31));  // 16-31
+}
+
+template <class T>
+LOWBIT_AVX2_INLINE void dequantize_run_bf16(const T* q, std::size_t n, float scale, bfloat16* y,
+                                            const code_values<T>& values, __m256 folded) {
+  const bf16_lookup<T>& l = bf16_lookup<T>::get();
+  const __m256 s = _mm256_set1_ps(scale);
+  __m256i lo_t, hi_t;
+  avx2::word_tables(avx2::pack_dwords_to_words(bf16_bits_finite(_mm256_mul_ps(_mm256_loadu_ps(l.values), s)),
+                                               bf16_bits_finite(_mm256_mul_ps(_mm256_loadu_ps(l.values + 8), s))),
+                    &lo_t, &hi_t);
+  std::size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    if (special_codes(q + i)) {
+      dequantize_run<false>(q + i, 32, folded, y + i, values, true);
+      continue;
+    }
+    bf16_lookup32(q + i, lo_t, hi_t, y + i);
+  }
+  if (i < n) dequantize_run<false>(q + i, n - i, folded, y + i, values, true);
 }
 
 }  // namespace detail
@@ -417,6 +493,12 @@ LOWBIT_TARGET_AVX2 void dequantize_tile(const T* q, std::size_t ld, std::size_t 
       // 65504 rounds to 65504) or 2^127 (bfloat16), so only NaN and Inf codes need the full path.
       const float largest = static_cast<float>(std::numeric_limits<T>::max()) * scales[j];
       const bool finite = std::is_same<Dst, float16>::value ? largest < 0x1p15f : largest < 0x1p127f;
+      if constexpr (std::is_same<Dst, bfloat16>::value) {
+        if (finite && detail::bf16_lookup<T>::tame(scales[j])) {
+          detail::dequantize_run_bf16(q + at, n, scales[j], y + at, values, s);
+          continue;
+        }
+      }
       detail::dequantize_run<false>(q + at, n, s, y + at, values, finite);
     }
   if (stream) _mm_sfence();

@@ -444,19 +444,24 @@ template <class T, class Dst>
 void dequantize_tile(const T* q, std::size_t ld, std::size_t rows, std::size_t cols, std::size_t block_cols,
                      const float* scales, Dst* y, bool stream) noexcept {
   using F = typename T::format;
+  if constexpr (std::is_same<Dst, bfloat16>::value) {
+    // Into bfloat16 without VBMI and AVX512_BF16, the AVX2 kernel's lookup
+    // (fp8_avx2::detail::bf16_lookup) rounds faster than the F/BW code (docs/performance.md).
+    if (!avx512::detail::vbmi_decodable<F>::value || !::lowbit::detail::use_avx512_vbmi() ||
+        !::lowbit::detail::use_avx512_bf16())
+      return fp8_avx2::dequantize_tile(q, ld, rows, cols, block_cols, scales, y, stream);
+  }
   if constexpr (avx512::detail::vbmi_decodable<F>::value) {
     if (::lowbit::detail::use_avx512_vbmi()) {
       const avx512::detail::vbmi_tables& t = avx512::detail::vbmi_tables_of<F>();
       if constexpr (std::is_same<Dst, bfloat16>::value) {
-        if (::lowbit::detail::use_avx512_bf16()) {
-          avx512::detail::with_vbmi_mode<F>(t, [&](auto mode) {
-            detail::dequantize_walk(q, ld, rows, cols, block_cols, y, stream,
-                                    [&](const T* qr, std::size_t n, std::size_t bc, Dst* yr) {
-                                      detail::dequantize_row_vbmi_bf16<decltype(mode)::value>(qr, n, bc, scales, yr, t);
-                                    });
-          });
-          return;
-        }
+        avx512::detail::with_vbmi_mode<F>(t, [&](auto mode) {
+          detail::dequantize_walk(q, ld, rows, cols, block_cols, y, stream,
+                                  [&](const T* qr, std::size_t n, std::size_t bc, Dst* yr) {
+                                    detail::dequantize_row_vbmi_bf16<decltype(mode)::value>(qr, n, bc, scales, yr, t);
+                                  });
+        });
+        return;
       }
       avx512::detail::with_vbmi_mode<F>(t, [&](auto mode) {
         detail::dequantize_walk(q, ld, rows, cols, block_cols, y, stream,

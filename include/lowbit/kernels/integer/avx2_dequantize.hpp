@@ -90,12 +90,8 @@ LOWBIT_AVX2_INLINE void dequantize_nibbles(const std::uint8_t* codes, std::size_
   const __m256 t0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), z)), s);
   const __m256 t1 =
       _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15), z)), s);
-  const __m256i words = pack_dwords_to_words(to_bf16_bits(t0), to_bf16_bits(t1));  // results 0-7 | 8-15
-  // Per lane: the 8 low bytes, then the 8 high bytes; then each table is both lanes' half, twice.
-  const __m256i split = _mm256_shuffle_epi8(words, _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
-                                                                    0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15));
-  const __m256i lo_bytes = _mm256_permute4x64_epi64(split, 0x88);  // qwords 0 2 0 2
-  const __m256i hi_bytes = _mm256_permute4x64_epi64(split, 0xDD);  // qwords 1 3 1 3
+  __m256i lo_bytes, hi_bytes;
+  word_tables(pack_dwords_to_words(to_bf16_bits(t0), to_bf16_bits(t1)), &lo_bytes, &hi_bytes);
   std::size_t i = 0;
   for (; i + 32 <= n; i += 32) lookup32(load_nibbles(codes + i / 2), lo_bytes, hi_bytes, y + i);
   if (i < n) {
