@@ -1145,13 +1145,40 @@ LOWBIT_AVX2_INLINE bool special_codes32(__m256i c) {
   return !_mm256_testz_si256(special, special);
 }
 
+// split_tables in registers.
+struct split_registers {
+  __m256i lo, hi, sub_lo, sub_hi;
+  __m128i shift;
+};
+template <class F, class H>
+LOWBIT_AVX2_INLINE split_registers split_load(const split_tables<F, H>& t) {
+  return {table_of(t.lo), table_of(t.hi), table_of(t.sub_lo), table_of(t.sub_hi), _mm_cvtsi32_si128(t.shift)};
+}
+
+// 32 codes (bytes masked to the code, none NaN or Inf) -> their H patterns, elements 0-15 in w0
+// and 16-31 in w1.
+template <class F>
+LOWBIT_AVX2_INLINE void split32(__m256i c, const split_registers& r, __m256i* w0, __m256i* w1) {
+  const __m256i nibble = _mm256_set1_epi8(0x0F);
+  const __m256i field = _mm256_set1_epi8(static_cast<char>(((1u << F::exponent_bits) - 1u) << F::mantissa_bits));
+  const __m256i low = _mm256_and_si256(c, nibble);
+  const __m256i field0 = _mm256_cmpeq_epi8(_mm256_and_si256(c, field), _mm256_setzero_si256());
+  const __m256i r_lo = _mm256_blendv_epi8(_mm256_shuffle_epi8(r.lo, low), _mm256_shuffle_epi8(r.sub_lo, low), field0);
+  __m256i r_hi = _mm256_blendv_epi8(_mm256_shuffle_epi8(r.hi, _mm256_and_si256(_mm256_srl_epi16(c, r.shift), nibble)),
+                                    _mm256_shuffle_epi8(r.sub_hi, low), field0);
+  if constexpr (F::is_signed)  // the sign bit moved to bit 7 of its byte
+    r_hi = _mm256_or_si256(r_hi, _mm256_slli_epi16(_mm256_and_si256(c, _mm256_set1_epi8(static_cast<char>(F::sign_mask))),
+                                                   8 - F::bits));
+  const __m256i a = _mm256_unpacklo_epi8(r_lo, r_hi);  // elements 0-7 | 16-23
+  const __m256i b = _mm256_unpackhi_epi8(r_lo, r_hi);  // elements 8-15 | 24-31
+  *w0 = _mm256_permute2x128_si256(a, b, 0x20);
+  *w1 = _mm256_permute2x128_si256(a, b, 0x31);
+}
+
 template <class F, class H>
 LOWBIT_TARGET_AVX2 void widen_split(const std::uint8_t* src, std::uint8_t* dst, std::size_t n, const half_policy& hp,
                                     const split_tables<F, H>& t) noexcept {
-  const __m256i lo = table_of(t.lo), hi = table_of(t.hi), sub_lo = table_of(t.sub_lo), sub_hi = table_of(t.sub_hi);
-  const __m128i k = _mm_cvtsi32_si128(t.shift);
-  const __m256i nibble = _mm256_set1_epi8(0x0F);
-  const __m256i field = _mm256_set1_epi8(static_cast<char>(((1u << F::exponent_bits) - 1u) << F::mantissa_bits));
+  const split_registers r = split_load(t);
   std::size_t i = 0;
   for (; i + 32 <= n; i += 32) {
     const __m256i c = _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i)),
@@ -1160,18 +1187,10 @@ LOWBIT_TARGET_AVX2 void widen_split(const std::uint8_t* src, std::uint8_t* dst, 
       widen_block<F, H>(src + i, dst + 2 * i, hp);
       continue;
     }
-    const __m256i low = _mm256_and_si256(c, nibble);
-    const __m256i field0 = _mm256_cmpeq_epi8(_mm256_and_si256(c, field), _mm256_setzero_si256());
-    const __m256i r_lo = _mm256_blendv_epi8(_mm256_shuffle_epi8(lo, low), _mm256_shuffle_epi8(sub_lo, low), field0);
-    __m256i r_hi = _mm256_blendv_epi8(_mm256_shuffle_epi8(hi, _mm256_and_si256(_mm256_srl_epi16(c, k), nibble)),
-                                      _mm256_shuffle_epi8(sub_hi, low), field0);
-    if constexpr (F::is_signed)  // the sign bit moved to bit 7 of its byte
-      r_hi = _mm256_or_si256(r_hi, _mm256_slli_epi16(_mm256_and_si256(c, _mm256_set1_epi8(static_cast<char>(F::sign_mask))),
-                                                     8 - F::bits));
-    const __m256i a = _mm256_unpacklo_epi8(r_lo, r_hi);  // elements 0-7 | 16-23
-    const __m256i b = _mm256_unpackhi_epi8(r_lo, r_hi);  // elements 8-15 | 24-31
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 2 * i), _mm256_permute2x128_si256(a, b, 0x20));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 2 * i + 32), _mm256_permute2x128_si256(a, b, 0x31));
+    __m256i w0, w1;
+    split32<F>(c, r, &w0, &w1);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 2 * i), w0);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 2 * i + 32), w1);
   }
   if (i < n) {
     std::uint8_t in[32] = {};

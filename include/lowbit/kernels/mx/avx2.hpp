@@ -776,6 +776,15 @@ LOWBIT_TARGET_AVX2 inline void mx_dequantize_fp8(const std::uint8_t* elements, c
   constexpr int lo = is_int8 ? -120 : e4m3 ? -117 : -110;
   constexpr int hi = is_int8 ? 126 : e4m3 ? 119 : 112;
   constexpr int offset = is_int8 ? -6 : e4m3 ? 8 : 0;
+  [[maybe_unused]] ::lowbit::kernels::avx2::detail::split_registers split{};
+  [[maybe_unused]] bool split_ok = false;
+  if constexpr (!is_int8 && std::is_same<Dst, bfloat16>::value) {
+    using E = typename mx_element_traits<Fmt>::spec;
+    static_assert(::lowbit::kernels::avx2::detail::holds_exactly<E, formats::bfloat16>::value, "exact elements");
+    const auto& t = ::lowbit::kernels::avx2::detail::split_tables<E, formats::bfloat16>::get();
+    split = ::lowbit::kernels::avx2::detail::split_load(t);
+    split_ok = t.shift >= 0;
+  }
   for (std::size_t b = 0; b < blocks; ++b) {
     const std::uint8_t* in = elements + b * bs;
     Dst* out = dst + b * bs;
@@ -792,6 +801,25 @@ LOWBIT_TARGET_AVX2 inline void mx_dequantize_fp8(const std::uint8_t* elements, c
     const __m256 p = _mm256_castsi256_ps(set1((s + offset + 127) << 23));
     bool nan_codes = false;
     std::size_t i = 0;
+    if constexpr (!is_int8 && std::is_same<Dst, bfloat16>::value) {
+      // bfloat16 holds every element value exactly, and inside the fast range every product
+      // 2^s v exactly as a normal number: the element's bfloat16 (convert's split32 lookup) with s
+      // added to the exponent field of the nonzero lanes. Steps with a NaN or Inf code go on below.
+      using E = typename mx_element_traits<Fmt>::spec;
+      const ::lowbit::kernels::avx2::detail::split_registers& r = split;
+      const __m256i add = _mm256_set1_epi16(static_cast<short>(s * 128));
+      const __m256i magnitude = _mm256_set1_epi16(0x7FFF);
+      for (; split_ok && i + 32 <= bs; i += 32) {
+        const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i));
+        if (::lowbit::kernels::avx2::detail::special_codes32<E>(c)) break;
+        __m256i w0, w1;
+        ::lowbit::kernels::avx2::detail::split32<E>(c, r, &w0, &w1);
+        const __m256i z0 = _mm256_cmpeq_epi16(_mm256_and_si256(w0, magnitude), _mm256_setzero_si256());
+        const __m256i z1 = _mm256_cmpeq_epi16(_mm256_and_si256(w1, magnitude), _mm256_setzero_si256());
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm256_add_epi16(w0, _mm256_andnot_si256(z0, add)));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i + 16), _mm256_add_epi16(w1, _mm256_andnot_si256(z1, add)));
+      }
+    }
     if constexpr (is_int8) {
       // 32 elements per pass (a default block in one): a loop of one pass per block instead of
       // four short ones, whose speed depended on where the linker happened to place them.

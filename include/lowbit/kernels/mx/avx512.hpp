@@ -1013,6 +1013,10 @@ LOWBIT_TARGET_AVX512 inline void mx_dequantize(const In in, std::size_t n, const
     }
   }
   if constexpr (Fmt::element_bits == 8) {
+    if constexpr (std::is_same<Dst, bfloat16>::value && !detail::mx_element_traits<Fmt>::is_int8) {
+      // Without VBMI, the AVX2 kernel's bfloat16 lookup (avx2.hpp) beats this kernel's rounding.
+      return avx2::detail::mx_dequantize_fp8<Fmt, false>(in.elements, in.scales, n / bs, o, dst);
+    }
     detail::mx_dequantize_fp8<Fmt, false>(in.elements, in.scales, n / bs, o, dst);
   } else if constexpr (Fmt::element_bits == 6) {
     detail::mx_dequantize_fp6<Fmt, false>(in, n / bs, bs, dst);
