@@ -27,7 +27,7 @@
 // lanes (NaN 0x7FC0 with the code's sign, as codec.hpp's pack_float): arithmetic for the normal
 // numbers, a vpshufb table for the subnormals (half_from_codes); where a format's codes split into
 // nibbles that give the result's bytes (split_tables: the FP8 and FP6 formats into bfloat16 but
-// E5M2FNUZ), four vpshufb lookups per 32 codes instead (widen_split).
+// E5M2FNUZ), four vpshufb lookups per 32 codes instead (split32).
 //
 // The per-lane arithmetic that the AVX-512 kernels (avx512.hpp) share, path 1's direct_code with
 // normal_t and the decoders' half_twin_bits, is written once over the vector width in lanes.hpp
@@ -1083,7 +1083,7 @@ LOWBIT_AVX2_INLINE void widen_block(const std::uint8_t* src, std::uint8_t* dst, 
   }
 }
 
-// The same by byte-table lookups, 32 codes a vector (widen_split), where F's codes split for H:
+// The same by byte-table lookups, 32 codes a vector (split32), where F's codes split for H:
 // for every number, the high byte of its H pattern is the sign and a function of the 4 code bits
 // from bit k up, and the low byte one of the low 4 bits; for the codes whose exponent field is 0
 // (zero, subnormals) both bytes are functions of the low 4 bits and the sign. The tables come
@@ -1176,32 +1176,6 @@ LOWBIT_AVX2_INLINE void split32(__m256i c, const split_registers& r, __m256i* w0
 }
 
 template <class F, class H>
-LOWBIT_TARGET_AVX2 void widen_split(const std::uint8_t* src, std::uint8_t* dst, std::size_t n, const half_policy& hp,
-                                    const split_tables<F, H>& t) noexcept {
-  const split_registers r = split_load(t);
-  std::size_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    const __m256i c = _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i)),
-                                       _mm256_set1_epi8(static_cast<char>(F::code_mask)));
-    if (special_codes32<F>(c)) {
-      widen_block<F, H>(src + i, dst + 2 * i, hp);
-      continue;
-    }
-    __m256i w0, w1;
-    split32<F>(c, r, &w0, &w1);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 2 * i), w0);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 2 * i + 32), w1);
-  }
-  if (i < n) {
-    std::uint8_t in[32] = {};
-    std::uint8_t out[64];
-    std::memcpy(in, src + i, n - i);
-    widen_block<F, H>(in, out, hp);
-    std::memcpy(dst + 2 * i, out, 2 * (n - i));
-  }
-}
-
-template <class F, class H>
 LOWBIT_TARGET_AVX2 void widen_to_half(const std::uint8_t* src, std::uint8_t* dst, std::size_t n,
                                       const policy& p) noexcept {
   half_policy hp;
@@ -1211,19 +1185,25 @@ LOWBIT_TARGET_AVX2 void widen_to_half(const std::uint8_t* src, std::uint8_t* dst
   const bool inf_to_max = p.ov == overflow::saturate && p.inf == inf_policy::saturate;
   hp.limit = _mm256_set1_epi16(static_cast<short>(inf_to_max ? H::max_bits : H::inf_bits));
   const split_tables<F, H>& t = split_tables<F, H>::get();
-  if (t.shift >= 0) return widen_split<F, H>(src, dst, n, hp, t);
+  const bool split = t.shift >= 0;
+  const split_registers r = split_load(t);
   std::size_t i = 0;
   for (; i + 32 <= n; i += 32) {
     const __m256i c = _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i)),
                                        _mm256_set1_epi8(static_cast<char>(F::code_mask)));
     if (special_codes32<F>(c)) {
       widen_block<F, H>(src + i, dst + 2 * i, hp);
-    } else {  // numbers only: no policy applies
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 2 * i),
-                          half_from_codes<F, H, true>(_mm256_cvtepu8_epi16(_mm256_castsi256_si128(c))));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 2 * i + 32),
-                          half_from_codes<F, H, true>(_mm256_cvtepu8_epi16(_mm256_extracti128_si256(c, 1))));
+      continue;
     }
+    __m256i w0, w1;  // numbers only: no policy applies
+    if (split) {
+      split32<F>(c, r, &w0, &w1);
+    } else {
+      w0 = half_from_codes<F, H, true>(_mm256_cvtepu8_epi16(_mm256_castsi256_si128(c)));
+      w1 = half_from_codes<F, H, true>(_mm256_cvtepu8_epi16(_mm256_extracti128_si256(c, 1)));
+    }
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 2 * i), w0);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 2 * i + 32), w1);
   }
   if (i < n) {
     std::uint8_t in[32] = {};
