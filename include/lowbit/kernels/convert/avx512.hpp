@@ -51,6 +51,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "../../formats/types.hpp"
 #include "../vec.hpp"
 #include "scalar.hpp"
 
