@@ -99,8 +99,25 @@ LOWBIT_AVX2_INLINE __m256i pack_dwords_to_words(__m256i a, __m256i b) {
   return _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xD8);
 }
 
+// Float bits with the low 16 bits rounded to nearest even into the high half (finite values;
+// the low half is garbage): the bfloat16 rounding of the integer and scaled FP8 kernels.
+LOWBIT_AVX2_INLINE __m256i bf16_rounded(__m256 v) {
+  const __m256i b = _mm256_castps_si256(v);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
+  return _mm256_add_epi32(_mm256_add_epi32(b, _mm256_set1_epi32(0x7FFF)), lsb);
+}
+
+// 32 low bytes and the 32 high bytes of 32 words, both in element order -> the words, elements
+// 0-15 in w0 and 16-31 in w1.
+LOWBIT_AVX2_INLINE void words_of_bytes(__m256i lo, __m256i hi, __m256i* w0, __m256i* w1) {
+  const __m256i a = _mm256_unpacklo_epi8(lo, hi);  // elements 0-7 | 16-23
+  const __m256i b = _mm256_unpackhi_epi8(lo, hi);  // elements 8-15 | 24-31
+  *w0 = _mm256_permute2x128_si256(a, b, 0x20);
+  *w1 = _mm256_permute2x128_si256(a, b, 0x31);
+}
+
 // 16 words in order (words 0-7 | 8-15) -> a vpshufb table of their low bytes and one of their high
-// bytes, each in both 128-bit lanes; word_tables_lookup32 reads them back.
+// bytes, each in both 128-bit lanes (looked up by byte indices 0..15, then words_of_bytes).
 LOWBIT_AVX2_INLINE void word_tables(__m256i words, __m256i* lo_bytes, __m256i* hi_bytes) {
   // Per lane: the 8 low bytes, then the 8 high bytes; then each table is both lanes' half, twice.
   const __m256i split = _mm256_shuffle_epi8(words, _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,

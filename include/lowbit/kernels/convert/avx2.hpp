@@ -1169,10 +1169,7 @@ LOWBIT_AVX2_INLINE void split32(__m256i c, const split_registers& r, __m256i* w0
   if constexpr (F::is_signed)  // the sign bit moved to bit 7 of its byte
     r_hi = _mm256_or_si256(r_hi, _mm256_slli_epi16(_mm256_and_si256(c, _mm256_set1_epi8(static_cast<char>(F::sign_mask))),
                                                    8 - F::bits));
-  const __m256i a = _mm256_unpacklo_epi8(r_lo, r_hi);  // elements 0-7 | 16-23
-  const __m256i b = _mm256_unpackhi_epi8(r_lo, r_hi);  // elements 8-15 | 24-31
-  *w0 = _mm256_permute2x128_si256(a, b, 0x20);
-  *w1 = _mm256_permute2x128_si256(a, b, 0x31);
+  words_of_bytes(r_lo, r_hi, w0, w1);
 }
 
 template <class F, class H>

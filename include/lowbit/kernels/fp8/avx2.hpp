@@ -178,14 +178,11 @@ LOWBIT_AVX2_INLINE void store8(float16* y, __m256 v) {
   _mm_storeu_si128(reinterpret_cast<__m128i*>(y), h);
 }
 
+// Nearest-even bfloat16 bits of 8 finite floats below the overflow threshold, in 32-bit lanes.
+LOWBIT_AVX2_INLINE __m256i bf16_bits_finite(__m256 v) { return _mm256_srli_epi32(avx2::bf16_rounded(v), 16); }
+
 // The same for products known finite and below the destination's overflow threshold (no NaN or
 // Inf code in the step, a scale too small to reach it): the rounding alone.
-// Nearest-even bfloat16 bits of 8 finite floats below the overflow threshold, in 32-bit lanes.
-LOWBIT_AVX2_INLINE __m256i bf16_bits_finite(__m256 v) {
-  const __m256i b = _mm256_castps_si256(v);
-  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
-  return _mm256_srli_epi32(_mm256_add_epi32(b, _mm256_add_epi32(_mm256_set1_epi32(0x7FFF), lsb)), 16);
-}
 LOWBIT_AVX2_INLINE void store8_finite(bfloat16* y, __m256 v) {
   const __m256i r = bf16_bits_finite(v);
   const __m256i w = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
@@ -198,17 +195,7 @@ LOWBIT_AVX2_INLINE void store8_finite(float16* y, __m256 v) {
 // Whether one of 32 codes is NaN or Inf.
 template <class T>
 LOWBIT_AVX2_INLINE bool special_codes(const T* p) {
-  const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-  using F = typename T::format;
-  __m256i special;
-  if constexpr (F::specials == special_values::fnuz) {
-    special = _mm256_cmpeq_epi8(c, _mm256_set1_epi8(static_cast<char>(0x80)));
-  } else {
-    const __m256i mag = _mm256_and_si256(c, _mm256_set1_epi8(0x7F));
-    // E4M3FN: NaN 0x7F only; E5M2: Inf 0x7C and NaN 0x7D..0x7F.
-    special = _mm256_cmpgt_epi8(mag, _mm256_set1_epi8(static_cast<char>(F::max_bits)));
-  }
-  return !_mm256_testz_si256(special, special);
+  return avx2::detail::special_codes32<typename T::format>(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
 
 // The values of 32 codes as floats, times a constant the caller folds into the scale: the
@@ -306,11 +293,15 @@ struct bf16_lookup {
     static const bf16_lookup t;
     return t;
   }
-  // Whether scale gives the block products the lookup holds for (`finite` checked the top).
-  static bool tame(float scale) noexcept {
-    return static_cast<float>(std::numeric_limits<T>::denorm_min()) * scale >= 0x1p-126f;
-  }
 };
+
+// Whether no product of a code of T with scale is a float subnormal: the least positive value
+// times the scale is at least 2^-126 (with `finite`, the blocks whose bfloat16 the lookups and
+// vcvtne2ps2bf16 may take).
+template <class T>
+inline bool normal_products(float scale) noexcept {
+  return static_cast<float>(std::numeric_limits<T>::denorm_min()) * scale >= 0x1p-126f;
+}
 
 template <class T>
 LOWBIT_AVX2_INLINE void bf16_lookup32(const T* q, __m256i lo_t, __m256i hi_t, bfloat16* y) {
@@ -494,7 +485,7 @@ LOWBIT_TARGET_AVX2 void dequantize_tile(const T* q, std::size_t ld, std::size_t 
       const float largest = static_cast<float>(std::numeric_limits<T>::max()) * scales[j];
       const bool finite = std::is_same<Dst, float16>::value ? largest < 0x1p15f : largest < 0x1p127f;
       if constexpr (std::is_same<Dst, bfloat16>::value) {
-        if (finite && detail::bf16_lookup<T>::tame(scales[j])) {
+        if (finite && detail::normal_products<T>(scales[j])) {
           detail::dequantize_run_bf16(q + at, n, scales[j], y + at, values, s);
           continue;
         }

@@ -346,12 +346,11 @@ LOWBIT_TARGET_AVX512_VBMI_BF16 inline void dequantize_row_vbmi_bf16(const T* q, 
                                                                     const avx512::detail::vbmi_tables& t) noexcept {
   using F = typename T::format;
   const avx512::detail::vbmi_registers k = avx512::detail::vbmi_load(t);
-  const float least = static_cast<float>(std::numeric_limits<T>::denorm_min());
   for (std::size_t c = 0, j = 0; c < n; c += block_cols, ++j) {
     const std::size_t m = n - c < block_cols ? n - c : block_cols;
     const float scale = scales[j];
     const bool finite = stores_of<T>(y + c, m, scale, false).finite;
-    if (!finite || !(least * scale >= 0x1p-126f)) {
+    if (!finite || !fp8_avx2::detail::normal_products<T>(scale)) {
       dequantize_block_vbmi<false, Mode>(q + c, m, scale, y + c, finite, k);
       continue;
     }

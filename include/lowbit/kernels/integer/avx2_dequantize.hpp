@@ -74,11 +74,10 @@ LOWBIT_AVX2_INLINE void dequantize_nibbles(const std::uint8_t* codes, std::size_
 // 32 codes (bytes 0..15, element order) -> their bfloat16 results, looked up in the low bytes and
 // the high bytes of the 16 results (vpshufb reads the low 4 bits of each index byte).
 LOWBIT_AVX2_INLINE void lookup32(__m256i codes, __m256i lo_bytes, __m256i hi_bytes, std::uint16_t* y) {
-  const __m256i lo = _mm256_shuffle_epi8(lo_bytes, codes), hi = _mm256_shuffle_epi8(hi_bytes, codes);
-  const __m256i a = _mm256_unpacklo_epi8(lo, hi);  // elements 0-7 | 16-23
-  const __m256i b = _mm256_unpackhi_epi8(lo, hi);  // elements 8-15 | 24-31
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(y), _mm256_permute2x128_si256(a, b, 0x20));
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + 16), _mm256_permute2x128_si256(a, b, 0x31));
+  __m256i w0, w1;
+  words_of_bytes(_mm256_shuffle_epi8(lo_bytes, codes), _mm256_shuffle_epi8(hi_bytes, codes), &w0, &w1);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(y), w0);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + 16), w1);
 }
 
 // The same group into bfloat16: its 16 values (u - z) * s, computed as values32_small computes

@@ -111,14 +111,6 @@ LOWBIT_AVX2_INLINE __m256i widen8(__m256i v) {
   return _mm256_cvtepu8_epi32(K % 2 == 0 ? h : _mm_srli_si128(h, 8));
 }
 
-// Float bits with the low 16 bits rounded to nearest even into the high half (finite values;
-// the low half is garbage): the one bfloat16 rounding of this file.
-LOWBIT_AVX2_INLINE __m256i bf16_rounded(__m256 v) {
-  const __m256i b = _mm256_castps_si256(v);
-  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
-  return _mm256_add_epi32(_mm256_add_epi32(b, _mm256_set1_epi32(0x7FFF)), lsb);
-}
-
 // Round-to-nearest-even of finite float bits to bfloat16 bits, saturating as encode<bfloat16>
 // does with its default policy (+-Inf and values rounding past the largest finite give +-max).
 // Lanes hold the 16-bit results.

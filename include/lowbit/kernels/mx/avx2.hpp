@@ -806,14 +806,13 @@ LOWBIT_TARGET_AVX2 inline void mx_dequantize_fp8(const std::uint8_t* elements, c
       // 2^s v exactly as a normal number: the element's bfloat16 (convert's split32 lookup) with s
       // added to the exponent field of the nonzero lanes. Steps with a NaN or Inf code go on below.
       using E = typename mx_element_traits<Fmt>::spec;
-      const ::lowbit::kernels::avx2::detail::split_registers& r = split;
       const __m256i add = _mm256_set1_epi16(static_cast<short>(s * 128));
       const __m256i magnitude = _mm256_set1_epi16(0x7FFF);
       for (; split_ok && i + 32 <= bs; i += 32) {
         const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i));
         if (::lowbit::kernels::avx2::detail::special_codes32<E>(c)) break;
         __m256i w0, w1;
-        ::lowbit::kernels::avx2::detail::split32<E>(c, r, &w0, &w1);
+        ::lowbit::kernels::avx2::detail::split32<E>(c, split, &w0, &w1);
         const __m256i z0 = _mm256_cmpeq_epi16(_mm256_and_si256(w0, magnitude), _mm256_setzero_si256());
         const __m256i z1 = _mm256_cmpeq_epi16(_mm256_and_si256(w1, magnitude), _mm256_setzero_si256());
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm256_add_epi16(w0, _mm256_andnot_si256(z0, add)));
