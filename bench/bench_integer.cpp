@@ -15,6 +15,7 @@
 //   int8_g{32,128}_quant           quantize_int, INT8 symmetric restricted, fp16 scales
 //   int8_per_token_quant           quantize_int, SmoothQuant activations (fp32 scales per row)
 //   int8_per_token_dequant_f32     dequantize_int of those codes
+//   int8_per_token_dequant_bf16    dequantize_int_packed of those codes to bfloat16
 //   int4_awq_g128_quant_pack       quantize_int_packed, AWQ (affine, integer zero-points, true
 //                                  min/max, fp16 scales)
 //   int4_affine_g32_quant_pack     the same with 32-element groups
@@ -270,6 +271,9 @@ bool register_integer() {
       [](S& s, std::size_t n, isa w) { quant_bench(s, n, w, lowbit::int_presets::int8_per_token()); });
   add("int8_per_token_dequant_f32", [](S& s, std::size_t n, isa w) {
     dequant_bench<float, false>(s, n, w, lowbit::int_presets::int8_per_token());
+  });
+  add("int8_per_token_dequant_bf16", [](S& s, std::size_t n, isa w) {
+    dequant_bench<lowbit::bfloat16, true>(s, n, w, lowbit::int_presets::int8_per_token());
   });
   add("int4_awq_g128_quant_pack",
       [](S& s, std::size_t n, isa w) { quant_pack_bench(s, n, w, lowbit::int_presets::awq(4, 128)); });

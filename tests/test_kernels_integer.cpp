@@ -832,6 +832,65 @@ TEST(KernelsIntegerBulk, BfloatResultsSaturateLikeTheCodec) {
   }
 }
 
+// bfloat16 results at the bounds of the AVX512_BF16 form (scales with s = 0 or 2^-126 <= |s| <
+// 2^119 are rounded by vcvtne2ps2bf16, the others as each value is): scales on both sides of each
+// bound, beside each other so that a pair of nibble groups mixes them, codes at 0 and at the top
+// of the range, integer zero-points at both ends, groups of 16, 32 and 48 (a partial lookup) and
+// INT8 rows of 40 (a partial step of 32).
+TEST(KernelsIntegerBulk, BfloatResultsAtTheScaleBounds) {
+  REQUIRE_AVX2();
+  const float scales_seen[] = {0.0f, -0.0f, std::ldexp(1.0f, -126), -std::ldexp(1.0f, -126), from_bits(0x007FFFFF),
+                               from_bits(1), std::nextafter(std::ldexp(1.0f, 119), 0.0f), std::ldexp(1.0f, 119),
+                               -std::ldexp(1.0f, 119), std::nextafter(std::ldexp(1.0f, 123), 0.0f),
+                               std::ldexp(1.0f, 123), 1.5f, -3.25f, std::ldexp(1.0f, -100), 1e-38f};
+  const std::size_t kinds = sizeof(scales_seen) / sizeof(scales_seen[0]);
+  struct config {
+    int_params p;
+    std::size_t rows, cols;
+  };
+  std::vector<config> configs;
+  for (std::size_t g : {16u, 32u, 48u}) {
+    configs.push_back({lowbit::int_presets::gptq(4, g), 10, 3 * g});
+    configs.push_back({lowbit::int_presets::awq(4, g), 10, 3 * g});
+  }
+  int_params affine8 = lowbit::int_presets::int8_per_token();
+  affine8.scheme = int_scheme::affine;
+  configs.push_back({lowbit::int_presets::int8_per_token(), 2 * kinds, 40});
+  configs.push_back({affine8, 2 * kinds, 72});
+  std::mt19937 gen(77);
+  for (config& c : configs) {
+    c.p.scale_format = scale_storage::fp32;
+    const auto g = lowbit::int_groups(c.p, c.rows, c.cols);
+    ASSERT_TRUE(g.ok());
+    const std::size_t n = c.rows * c.cols, len = g.value.group_length;
+    const unsigned top = static_cast<unsigned>(lowbit::max_code(c.p.bits));
+    for (std::size_t shift = 0; shift < 3; ++shift) {
+      std::vector<float> scales(g.value.group_count), zeros(g.value.group_count);
+      std::vector<std::uint8_t> codes(n);
+      for (std::size_t k = 0; k < scales.size(); ++k) {
+        scales[k] = scales_seen[(k * (shift + 1) + shift) % kinds];
+        zeros[k] = static_cast<float>(k % 3 == 0 ? 0u : k % 3 == 1 ? top : gen() % (top + 1));
+      }
+      // Group k's elements (rows of a per-token group, runs of a row otherwise) hold 0 and top.
+      for (std::size_t i = 0; i < n; ++i) codes[i] = static_cast<std::uint8_t>(i % len < 2 ? (i % 2) * top : gen() % (top + 1));
+      std::vector<std::uint8_t> packed(lowbit::packed_bytes(n, c.p.bits));
+      ASSERT_TRUE(lowbit::pack_codes(codes.data(), n, c.p.bits, packed.data()).ok());
+      const float* z = c.p.scheme == int_scheme::affine ? zeros.data() : nullptr;
+      auto run = [&] {
+        offset_buffer<lowbit::bfloat16> y(n, 3);
+        const errc st = lowbit::dequantize_int_packed(packed.data(), scales.data(), z, c.rows, c.cols, c.p, y.data()).code();
+        EXPECT_EQ(st, errc::ok);
+        return bytes_of(y.data(), n + 1);
+      };
+      const auto want = run_on(isa::scalar, fpenv::clear, run);
+      for (const auto& [path, e] : simd_envs()) {
+        ASSERT_EQ(run_on(path, e, run), want) << describe(c.p, {c.rows, c.cols}, data_kind::normal) << " shift " << shift
+                                             << " " << env_name(e) << " " << lowbit::isa_name(path);
+      }
+    }
+  }
+}
+
 // The scalar reference is not independent of FTZ/DAZ where subnormals appear (its float division,
 // conversions and comparisons follow MXCSR); the AVX2 path is. This reports the differences for
 // the lead instead of asserting (the AVX2 path is checked against the default-MXCSR reference

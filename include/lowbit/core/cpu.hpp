@@ -17,8 +17,8 @@
 //                                   kernels that have a VBMI form (vpermi2b byte tables) take
 //                                   their F/BW/DQ/VL form, as on a CPU without VBMI
 //   LOWBIT_NO_AVX512BF16=1          the same for AVX512_BF16 (vcvtne2ps2bf16): float32 ->
-//                                   bfloat16 encoding and NVFP4 dequantization into bfloat16
-//                                   take their F/BW/DQ/VL form
+//                                   bfloat16 encoding and the NVFP4, scaled FP8 and integer
+//                                   dequantizers into bfloat16 take their F/BW/DQ/VL form
 //
 // Compile-time switches (define before including any lowbit header, the same in every TU):
 //   LOWBIT_SCALAR_ONLY   never compile or run SIMD code.

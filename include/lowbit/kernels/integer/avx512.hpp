@@ -19,7 +19,10 @@
 //   - dequantization widens 16 codes with vpmovzxbd, masked loads and stores for the last partial
 //     vector, and streams 64-byte stores where the AVX2 path streams 32-byte ones; nibbles with an
 //     integer zero-point are looked up in the group's 16 values (vpermps) instead, and into
-//     bfloat16 in those values rounded once (vpermw: 32 results per lookup).
+//     bfloat16 in those values rounded once (vpermw: 32 results per lookup);
+//   - into bfloat16 with AVX512_BF16 (dequantize_groups_bf16), vcvtne2ps2bf16 rounds where
+//     to_bf16 took about 7 instructions per 16 values: two nibble groups' tables at once, or 32
+//     values of one code per byte, in groups whose scale keeps every value normal and small.
 // Why not one template over the vector width: the target attribute (LOWBIT_TARGET_AVX2 or
 // LOWBIT_TARGET_AVX512) is per function and cannot depend on a template parameter, and GCC and
 // clang refuse to inline an AVX-512 intrinsic into an AVX2 function. A width-generic kernel would
@@ -510,54 +513,146 @@ LOWBIT_AVX512_INLINE void dequantize_nibbles(const std::uint8_t* codes, std::siz
   }
 }
 
-// The same into bfloat16: the 16 values rounded once (to_bf16, as put16 rounds each), repeated
-// in both halves of a 32-word table, and each code's result looked up with vpermw, which reads
-// the low 5 bits of a word index (bit 4 selects the repeat). A dword per byte b, plus b << 12,
-// holds b's low nibble in its low word and its high nibble in its high word: the 32 indices of
-// 16 bytes in element order, one shift and one OR.
-LOWBIT_AVX512_INLINE void dequantize_nibbles(const std::uint8_t* codes, std::size_t n, __m512 table, std::uint16_t* y) {
-  const __m512i words = _mm512_broadcast_i64x4(to_bf16(table));
+// The same into bfloat16, from a 32-word table of results: Upper selects its words 16..31, else
+// 0..15 (the F/BW path repeats one group's table in both halves; the AVX512_BF16 one holds two
+// groups' tables). vpermw reads the low 5 bits of a word index, bit 4 the half. A dword per byte
+// b, plus b << 12, holds b's low nibble in its low word and its high nibble in its high word
+// (the 32 indices of 16 bytes in element order); one vpternlogd sets both words' bit 4.
+template <bool Upper>
+LOWBIT_AVX512_INLINE __m512i nibble_words(__m512i d) {
+  const __m512i t = _mm512_slli_epi32(d, 12);
+  if constexpr (Upper) return _mm512_ternarylogic_epi32(d, t, _mm512_set1_epi32(0x00100010), 0xFE);  // d | t | 16
+  return _mm512_ternarylogic_epi32(d, t, _mm512_set1_epi32(~0x00100010), 0xA8);                  // (d | t) & ~16
+}
+
+template <bool Upper>
+LOWBIT_AVX512_INLINE void lookup_nibbles(const std::uint8_t* codes, std::size_t n, __m512i words, std::uint16_t* y) {
   std::size_t i = 0;
   for (; i + 32 <= n; i += 32) {
     const __m512i d = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + i / 2)));
-    _mm512_storeu_si512(y + i, _mm512_permutexvar_epi16(_mm512_or_si512(d, _mm512_slli_epi32(d, 12)), words));
+    _mm512_storeu_si512(y + i, _mm512_permutexvar_epi16(nibble_words<Upper>(d), words));
   }
   if (i < n) {  // 1..31 left
     const std::size_t m = n - i;
     const __m512i d = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(tail16((m + 1) / 2), codes + i / 2));
     _mm512_mask_storeu_epi16(y + i, static_cast<__mmask32>((std::uint64_t{1} << m) - 1u),
-                             _mm512_permutexvar_epi16(_mm512_or_si512(d, _mm512_slli_epi32(d, 12)), words));
+                             _mm512_permutexvar_epi16(nibble_words<Upper>(d), words));
+  }
+}
+
+// The 16 values (u - z) * s of a nibble group with an integer zero-point, as values_zp computes
+// each.
+LOWBIT_AVX512_INLINE __m512 nibble_values(const values_zp& f) {
+  const __m512i all = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(all, f.z)), f.s);
+}
+
+// Group k's parameters, with an integer zero-point (or none).
+LOWBIT_AVX512_INLINE values_zp zp_values(const int_dequantize_job& j, const a2::dq_batch& b, std::size_t k) {
+  const int zp = j.zeros == nullptr ? j.zero_point : static_cast<int>(b.zf[k]);
+  return values_zp{_mm512_set1_ps(b.sv[k]), _mm512_set1_epi32(zp)};
+}
+
+// Group k of batch b (group g of the job) into y, the job's output (avx2 dequantize_groups_impl's
+// loop body with 16 values per vector).
+template <bool Nibbles, bool Stream, class Out>
+LOWBIT_AVX512_INLINE void dequantize_group(const int_dequantize_job& j, const a2::dq_batch& b, std::size_t k,
+                                           std::size_t g, Out* y) {
+  const std::size_t len = j.group_length;
+  const std::uint8_t* codes = Nibbles ? j.codes + g * len / 2 : j.codes + g * len;
+  if (j.zeros != nullptr && j.zeros_are_offsets) {
+    const values_offset f{_mm512_set1_pd(static_cast<double>(b.sv[k])), _mm512_set1_pd(static_cast<double>(b.zf[k]))};
+    dequantize_run<Nibbles, Stream>(codes, len, f, y + g * len);
+    return;
+  }
+  const values_zp f = zp_values(j, b, k);
+  if constexpr (!Nibbles) {
+    dequantize_run<Nibbles, Stream>(codes, len, f, y + g * len);
+  } else if constexpr (std::is_same<Out, float>::value) {
+    dequantize_nibbles<Stream>(codes, len, nibble_values(f), y + g * len);
+  } else {  // the 16 values rounded once (to_bf16, as put16 rounds each), in both halves
+    lookup_nibbles<false>(codes, len, _mm512_broadcast_i64x4(to_bf16(nibble_values(f))), y + g * len);
   }
 }
 
 template <bool Nibbles, bool Stream, class Out>
 LOWBIT_TARGET_AVX512 inline std::size_t dequantize_groups_impl(const int_dequantize_job& j, Out* y, std::size_t first,
                                                                std::size_t last) noexcept {
+  for (std::size_t g0 = first; g0 < last; g0 += 8) {
+    const std::size_t m = last - g0 < 8 ? last - g0 : 8;
+    a2::dq_batch b;
+    a2::dequant_params(j, g0, m, b);
+    for (std::size_t k = 0; k < b.done; ++k) dequantize_group<Nibbles, Stream>(j, b, k, g0 + k, y);
+    if (b.stop != 0) return g0 + b.done;
+  }
+  return last;
+}
+
+// Into bfloat16 with AVX512_BF16 (use_avx512_bf16): vcvtne2ps2bf16 rounds 32 values where to_bf16
+// rounds 16 in about 7 instructions. It rounds as to_bf16 does (nearest even on the bits) but for
+// float subnormals, which it reads as zero, and magnitudes from 0x7F7F8000 up, which it takes to
+// Inf where to_bf16 saturates (docs/kernels.md, "float32 -> bfloat16 with AVX512_BF16"). With an integer
+// zero-point a value is (u - z) * s with u - z an integer of magnitude at most 255, so a scale
+// with s = 0 or 2^-126 <= |s| < 2^119 (tame_scales) gives neither. Those groups go through here,
+// the others (offsets, tiny or huge scales) through dequantize_group:
+//   - nibbles: two groups' 16 values rounded by one instruction into one 32-word table (a lone
+//     group's twice), looked up as on the F/BW path;
+//   - bytes: 32 values a time, rounded by one instruction.
+
+// The lanes of the batch's scales that are tame.
+LOWBIT_AVX512_INLINE unsigned tame_scales(const a2::dq_batch& b) {
+  const __m256i a = _mm256_and_si256(_mm256_load_si256(reinterpret_cast<const __m256i*>(b.sv)), _mm256_set1_epi32(0x7FFFFFFF));
+  const __mmask8 normal = _mm256_cmpge_epu32_mask(a, _mm256_set1_epi32(0x00800000)) &
+                          _mm256_cmplt_epu32_mask(a, _mm256_set1_epi32(0x7B000000));  // 2^-126, 2^119
+  return static_cast<unsigned>(normal | _mm256_cmpeq_epi32_mask(a, _mm256_setzero_si256()));
+}
+
+LOWBIT_AVX512_BF16_INLINE void dequantize_bytes_bf16(const std::uint8_t* codes, std::size_t n, const values_zp& f,
+                                                     std::uint16_t* y) {
+  std::size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + i));
+    _mm512_storeu_si512(y + i, (__m512i)_mm512_cvtne2ps_pbh(f(_mm256_extracti128_si256(c, 1)), f(_mm256_castsi256_si128(c))));
+  }
+  if (i < n) {  // 1..31 left
+    const __mmask32 k = static_cast<__mmask32>((std::uint64_t{1} << (n - i)) - 1u);
+    const __m256i c = _mm256_maskz_loadu_epi8(k, codes + i);
+    _mm512_mask_storeu_epi16(y + i, k,
+                             (__m512i)_mm512_cvtne2ps_pbh(f(_mm256_extracti128_si256(c, 1)), f(_mm256_castsi256_si128(c))));
+  }
+}
+
+template <bool Nibbles>
+LOWBIT_TARGET_AVX512_BF16 inline std::size_t dequantize_groups_bf16(const int_dequantize_job& j, std::size_t first,
+                                                                    std::size_t last) noexcept {
   const std::size_t len = j.group_length;
+  std::uint16_t* y = j.y_bf16;
   const bool offsets = j.zeros != nullptr && j.zeros_are_offsets;
   for (std::size_t g0 = first; g0 < last; g0 += 8) {
     const std::size_t m = last - g0 < 8 ? last - g0 : 8;
     a2::dq_batch b;
     a2::dequant_params(j, g0, m, b);
-    for (std::size_t k = 0; k < b.done; ++k) {
+    const unsigned tame = offsets ? 0u : tame_scales(b);
+    for (std::size_t k = 0; k < b.done;) {
       const std::size_t g = g0 + k;
-      const std::uint8_t* codes = Nibbles ? j.codes + g * len / 2 : j.codes + g * len;
-      if (offsets) {
-        const values_offset f{_mm512_set1_pd(static_cast<double>(b.sv[k])), _mm512_set1_pd(static_cast<double>(b.zf[k]))};
-        dequantize_run<Nibbles, Stream>(codes, len, f, y + g * len);
-      } else {
-        const int zp = j.zeros == nullptr ? j.zero_point : static_cast<int>(b.zf[k]);
-        const values_zp f{_mm512_set1_ps(b.sv[k]), _mm512_set1_epi32(zp)};
-        if (Nibbles) {
-          const __m512i all = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-          const __m512 table = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(all, f.z)), f.s);
-          if constexpr (std::is_same<Out, float>::value)
-            dequantize_nibbles<Stream>(codes, len, table, y + g * len);
-          else
-            dequantize_nibbles(codes, len, table, y + g * len);
+      if ((tame >> k & 1u) == 0) {
+        dequantize_group<Nibbles, false>(j, b, k++, g, y);
+        continue;
+      }
+      if constexpr (Nibbles) {
+        const __m512 t0 = nibble_values(zp_values(j, b, k));
+        if (k + 1 < b.done && (tame >> (k + 1) & 1u) != 0) {
+          const __m512i words = (__m512i)_mm512_cvtne2ps_pbh(nibble_values(zp_values(j, b, k + 1)), t0);
+          lookup_nibbles<false>(j.codes + g * len / 2, len, words, y + g * len);
+          lookup_nibbles<true>(j.codes + (g + 1) * len / 2, len, words, y + (g + 1) * len);
+          k += 2;
         } else {
-          dequantize_run<Nibbles, Stream>(codes, len, f, y + g * len);
+          lookup_nibbles<false>(j.codes + g * len / 2, len, (__m512i)_mm512_cvtne2ps_pbh(t0, t0), y + g * len);
+          ++k;
         }
+      } else {
+        dequantize_bytes_bf16(j.codes + g * len, len, zp_values(j, b, k), y + g * len);
+        ++k;
       }
     }
     if (b.stop != 0) return g0 + b.done;
@@ -589,6 +684,9 @@ inline std::size_t quantize_affine(const int_affine_job& j, std::size_t first, s
 // only the AVX2 path can stream (32-byte alignment) goes there.
 inline std::size_t dequantize_groups(const int_dequantize_job& j, std::size_t first, std::size_t last) noexcept {
   if (j.y_bf16 != nullptr) {
+    if (::lowbit::detail::use_avx512_bf16())
+      return j.packed_nibbles ? int_detail::dequantize_groups_bf16<true>(j, first, last)
+                              : int_detail::dequantize_groups_bf16<false>(j, first, last);
     return j.packed_nibbles ? int_detail::dequantize_groups_impl<true, false>(j, j.y_bf16, first, last)
                             : int_detail::dequantize_groups_impl<false, false>(j, j.y_bf16, first, last);
   }
