@@ -298,12 +298,11 @@ LOWBIT_BLOCK512_INLINE __mmask16 tame_scales(__m512 d) {
 LOWBIT_AVX512_BF16_INLINE void nvfp4_lookup32_bf16(const std::uint8_t* in, bfloat16* out, __m512 t0, __m512 t1) {
   const __m512i table = (__m512i)_mm512_cvtne2ps_pbh(t1, t0);
   // Word j of block A (B: word 16 + j): the low nibble of byte j / 2 for even j, the high one for
-  // odd j. Each byte doubled, widened to words, odd words shifted by 4, masked, B's offset by 16.
-  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in));
-  const __m256i bytes = _mm256_set_m128i(_mm_unpackhi_epi8(b, b), _mm_unpacklo_epi8(b, b));
-  const __m512i w = _mm512_srlv_epi16(_mm512_cvtepu8_epi16(bytes), set1(0x00040000));
-  const __m512i block_b = _mm512_maskz_mov_epi16(0xFFFF0000u, _mm512_set1_epi16(16));
-  const __m512i index = _mm512_ternarylogic_epi32(w, _mm512_set1_epi16(0x0F), block_b, 0xEA);  // (w & 15) | B's 16
+  // odd j. A dword per byte b, plus b << 12, holds b's low nibble in its low word and its high
+  // nibble in its high word; masked to the nibbles, B's (dwords 8..15) offset by 16.
+  const __m512i d = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in)));
+  const __m512i w = _mm512_ternarylogic_epi32(d, _mm512_slli_epi32(d, 12), set1(0x000F000F), 0xA8);  // (d | t) & 15
+  const __m512i index = _mm512_mask_or_epi32(w, 0xFF00, w, set1(0x00100010));
   _mm512_storeu_si512(out, _mm512_permutexvar_epi16(index, table));
 }
 
@@ -334,6 +333,12 @@ LOWBIT_TARGET_AVX512_BF16 inline void nvfp4_dequantize_bf16_impl(const In in_lay
     const __m512 d = nvfp4_planar_scales(in_layout, g, count, o, d_lane);
     const __mmask16 used = static_cast<__mmask16>((1u << count) - 1u);
     const bool tame = (tame_scales(d) & used) == used;
+    if (tame && count == 16) {  // the common case, without the per-pair tests
+      for (std::size_t k = 0; k < 16; k += 2)
+        nvfp4_lookup32_bf16(in_layout.element_ptr(g + k), dst + (g + k) * 16, _mm512_mul_ps(values, _mm512_set1_ps(d_lane[k])),
+                            _mm512_mul_ps(values, _mm512_set1_ps(d_lane[k + 1])));
+      continue;
+    }
     for (std::size_t k = 0; k < count; k += 2) {
       const bool pair = count - k >= 2;
       const std::uint8_t* in = in_layout.element_ptr(g + k);
