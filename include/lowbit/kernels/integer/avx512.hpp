@@ -2,15 +2,13 @@
 // dispatch.hpp (quantize_symmetric, quantize_affine, dequantize_groups) with 16 floats per zmm,
 // taken on the avx512 path (core/cpu.hpp). The bytes are the AVX2 paths' and so the reference's.
 //
-// What differs from AVX2, in one place: the passes over the elements. Everything per batch of 8
-// groups (one group per 32-bit lane: the scales, zero-points, offsets and their checks, the
-// decision which groups the grid may take) and everything rare (a group in a mode or length the
-// grid does not take: stochastic or directed rounding, lengths not a multiple of 32, tiny or huge
-// scales) is the AVX2 code, inlined or called from here: avx2_symmetric.hpp's symmetric_scales
-// and symmetric_group, avx2_affine.hpp's affine_params and affine_group, avx2_dequantize.hpp's
-// dequant_params. Here:
-//   - the reductions (absmax, min/max/NaN-or-Inf) load 16 floats at a time, masked tails
-//     (no overlapping reload, no blend) and fold to the 8 lanes the batch code reduces;
+// What differs from AVX2, in one place: the passes that write the elements. Everything per batch
+// of 8 groups (one group per 32-bit lane: the reductions, the scales, zero-points, offsets and
+// their checks, the decision which groups the grid may take) and everything rare (a group in a
+// mode or length the grid does not take: stochastic or directed rounding, lengths not a multiple
+// of 32, tiny or huge scales) is the AVX2 code, inlined or called from here: avx2_symmetric.hpp's
+// symmetric_batch and symmetric_group, avx2_affine.hpp's affine_batch and affine_group,
+// avx2_dequantize.hpp's dequant_params. Here:
 //   - the grid rounding (avx2_table.hpp's group_grid; the proof is docs/kernels.md's) runs on
 //     16 lanes, 64 values (one group, or two groups of 32) at a time; codes narrow by the same
 //     saturating packs as on AVX2 and one vpermd (not vpmovusdb: two port-5 uops per 16 lanes);
@@ -62,98 +60,11 @@ namespace a2 = avx2::int_detail;
 // Lanes 0..n-1 (n <= 16).
 LOWBIT_AVX512_INLINE __mmask16 tail16(std::size_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
 
-LOWBIT_AVX512_INLINE __m512i abs_bits(__m512 v) {
-  return _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7FFFFFFF));
-}
-
-// ------------------------------------------------------------------------------------------------
-// Reductions of one group, folded to 8 lanes (the batch code reduces the lanes of 8 groups)
-
-// Lane-wise largest |x| (as bits) of n >= 1 values: avx2 lane_absmax's result up to lane order.
-LOWBIT_AVX512_INLINE __m256i lane_absmax(const float* x, std::size_t n) {
-  __m512i a = _mm512_setzero_si512(), b = a;
-  std::size_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    a = _mm512_max_epi32(a, abs_bits(_mm512_loadu_ps(x + i)));
-    b = _mm512_max_epi32(b, abs_bits(_mm512_loadu_ps(x + i + 16)));
-  }
-  if (i + 16 <= n) {
-    a = _mm512_max_epi32(a, abs_bits(_mm512_loadu_ps(x + i)));
-    i += 16;
-  }
-  if (i < n) b = _mm512_max_epi32(b, abs_bits(_mm512_maskz_loadu_ps(tail16(n - i), x + i)));
-  a = _mm512_max_epi32(a, b);
-  return _mm256_max_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1));
-}
-
-// Lane-wise min and max of n >= 1 values, and nf: NaN in a lane that met NaN or Inf (avx2
-// lane_range). Lanes a masked load leaves out hold values of the group (the first vector's).
-LOWBIT_AVX512_INLINE void lane_range(const float* x, std::size_t n, __m256i& mn, __m256i& mx, __m256i& nf) {
-  const __m512 zero = _mm512_setzero_ps();
-  std::size_t i = n >= 16 ? 16 : n;
-  const __m512 first = n >= 16 ? _mm512_loadu_ps(x) : _mm512_mask_loadu_ps(_mm512_set1_ps(x[0]), tail16(n), x);
-  __m512 mn0 = first, mx0 = first, nf0 = _mm512_mul_ps(first, zero);
-  __m512 mn1 = first, mx1 = first, nf1 = nf0;
-  for (; i + 32 <= n; i += 32) {
-    const __m512 a = _mm512_loadu_ps(x + i);
-    const __m512 b = _mm512_loadu_ps(x + i + 16);
-    mn0 = _mm512_min_ps(mn0, a);
-    mx0 = _mm512_max_ps(mx0, a);
-    nf0 = _mm512_fmadd_ps(a, zero, nf0);
-    mn1 = _mm512_min_ps(mn1, b);
-    mx1 = _mm512_max_ps(mx1, b);
-    nf1 = _mm512_fmadd_ps(b, zero, nf1);
-  }
-  if (i + 16 <= n) {
-    const __m512 a = _mm512_loadu_ps(x + i);
-    mn0 = _mm512_min_ps(mn0, a);
-    mx0 = _mm512_max_ps(mx0, a);
-    nf0 = _mm512_fmadd_ps(a, zero, nf0);
-    i += 16;
-  }
-  if (i < n) {
-    const __m512 b = _mm512_mask_loadu_ps(first, tail16(n - i), x + i);
-    mn1 = _mm512_min_ps(mn1, b);
-    mx1 = _mm512_max_ps(mx1, b);
-    nf1 = _mm512_fmadd_ps(b, zero, nf1);
-  }
-  mn0 = _mm512_min_ps(mn0, mn1);
-  mx0 = _mm512_max_ps(mx0, mx1);
-  nf0 = _mm512_add_ps(nf0, nf1);
-  mn = _mm256_castps_si256(_mm256_min_ps(_mm512_castps512_ps256(mn0), _mm512_extractf32x8_ps(mn0, 1)));
-  mx = _mm256_castps_si256(_mm256_max_ps(_mm512_castps512_ps256(mx0), _mm512_extractf32x8_ps(mx0, 1)));
-  nf = _mm256_castps_si256(_mm256_add_ps(_mm512_castps512_ps256(nf0), _mm512_extractf32x8_ps(nf0, 1)));
-}
-
-// Short groups: the batch after this one (n floats at x, at most 1024), one prefetch per line.
-// Without it the AVX-512 path of INT4 g32 / g64 ran at 0.80x / 0.88x of the AVX2 one from DRAM
-// (1.05x / 1.10x with it).
-LOWBIT_AVX512_INLINE void prefetch_batch(const float* x, std::size_t n) {
-  for (std::size_t i = 0; i < n; i += 16) _mm_prefetch(reinterpret_cast<const char*>(x + i), _MM_HINT_T0);
-}
-
-LOWBIT_AVX512_INLINE a2::sym_batch symmetric_batch(const int_symmetric_job& j, std::size_t g0, std::size_t m,
-                                                   __m256 divisor) {
-  const std::size_t len = j.group_length;
-  const float* x = j.x + g0 * len;
-  if (len <= 128 && m == 8) prefetch_batch(x + 8 * len, 8 * len);
-  __m256i v[8];
-  for (std::size_t k = 0; k < 8; ++k) v[k] = k < m ? lane_absmax(x + k * len, len) : _mm256_setzero_si256();
-  return a2::symmetric_scales(j, avx2::reduce8_max_epi32(v), m, divisor);
-}
-
-LOWBIT_AVX512_INLINE a2::aff_batch affine_batch(const int_affine_job& j, std::size_t g0, std::size_t m) {
-  const std::size_t len = j.group_length;
-  const float* x = j.x + g0 * len;
-  if (len <= 128 && m == 8) prefetch_batch(x + 8 * len, 8 * len);
-  __m256i vmn[8], vmx[8], vnf[8];
-  for (std::size_t k = 0; k < 8; ++k) {
-    vmn[k] = vmx[k] = vnf[k] = _mm256_setzero_si256();
-    if (k < m) lane_range(x + k * len, len, vmn[k], vmx[k], vnf[k]);
-  }
-  return a2::affine_params(j, avx2::reduce8(vmn, a2::min_ps_op{}), avx2::reduce8(vmx, a2::max_ps_op{}),
-                           avx2::reduce8(vnf, a2::or_op{}), m);
-}
+// The reductions of a batch (the largest |x|, or the min, max and NaN/Inf of each group) are the
+// AVX2 code's, a2::symmetric_batch and a2::affine_batch. A 512-bit twin of them (16 floats per
+// load, masked tails, each group folded to 8 lanes, the batch after next prefetched) measured
+// 0.72-0.95x of the AVX2 reduction in the same kernel on Zen 4, in cache and from DRAM
+// (docs/performance.md, "Zen 4, a fifth session"), and gave no kernel its 1.5x on Ice Lake.
 
 // ------------------------------------------------------------------------------------------------
 // The grid rounding (avx2_table.hpp's grid_round and group_grid, 16 lanes)
@@ -312,11 +223,11 @@ LOWBIT_TARGET_AVX512 inline std::size_t quantize_symmetric_impl(const int_symmet
   const grid_consts gk = make_grid(j.zero_point, j.code_max);
   const __m256 divisor = _mm256_set1_ps(j.divisor);
   const bool grid = q.fast && len % 32 == 0;  // a nearest mode
-  a2::sym_batch next = symmetric_batch(j, first, last - first < 8 ? last - first : 8, divisor);
+  a2::sym_batch next = a2::symmetric_batch(j, first, last - first < 8 ? last - first : 8, divisor);
   for (std::size_t g0 = first; g0 < last; g0 += 8) {
     const std::size_t m = last - g0 < 8 ? last - g0 : 8;
     const a2::sym_batch b = next;
-    if (b.stop == 0 && g0 + 8 < last) next = symmetric_batch(j, g0 + 8, last - g0 - 8 < 8 ? last - g0 - 8 : 8, divisor);
+    if (b.stop == 0 && g0 + 8 < last) next = a2::symmetric_batch(j, g0 + 8, last - g0 - 8 < 8 ? last - g0 - 8 : 8, divisor);
     const std::size_t done = b.stop != 0 ? a2::lowest_bit(b.stop) : m;
     alignas(32) float sv[8];
     alignas(32) float rv[8];
@@ -355,11 +266,11 @@ LOWBIT_TARGET_AVX512 inline std::size_t quantize_affine_impl(const int_affine_jo
   const bool grid = nearest && len % 32 == 0;
   grid_consts gk = make_grid(0, j.code_max), gk2 = gk;
   const int_group_codec proto = a2::affine_codec(j, 1.0f, 0, 0.0f);
-  a2::aff_batch next = affine_batch(j, first, last - first < 8 ? last - first : 8);
+  a2::aff_batch next = a2::affine_batch(j, first, last - first < 8 ? last - first : 8);
   for (std::size_t g0 = first; g0 < last; g0 += 8) {
     const std::size_t m = last - g0 < 8 ? last - g0 : 8;
     const a2::aff_batch b = next;
-    if (b.stop == 0 && g0 + 8 < last) next = affine_batch(j, g0 + 8, last - g0 - 8 < 8 ? last - g0 - 8 : 8);
+    if (b.stop == 0 && g0 + 8 < last) next = a2::affine_batch(j, g0 + 8, last - g0 - 8 < 8 ? last - g0 - 8 : 8);
     const std::size_t done = b.stop != 0 ? a2::lowest_bit(b.stop) : m;
     alignas(32) float sv[8];
     alignas(32) float rv[8];
