@@ -226,6 +226,9 @@ bool register_conversions() {
   add("bf16->f32", [](benchmark::State& s, std::size_t n, isa w) { decode_bench<bfloat16, float>(s, n, w); });
   add("e4m3fn->bf16", [](benchmark::State& s, std::size_t n, isa w) { decode_bench<float8_e4m3fn, bfloat16>(s, n, w); });
   add("e4m3fn->f16", [](benchmark::State& s, std::size_t n, isa w) { decode_bench<float8_e4m3fn, float16>(s, n, w); });
+  add("e4m3fnuz->f16", [](benchmark::State& s, std::size_t n, isa w) { decode_bench<float8_e4m3fnuz, float16>(s, n, w); });
+  add("e3m2fn->f16", [](benchmark::State& s, std::size_t n, isa w) { decode_bench<float6_e3m2fn, float16>(s, n, w); });
+  add("e5m2fnuz->bf16", [](benchmark::State& s, std::size_t n, isa w) { decode_bench<float8_e5m2fnuz, bfloat16>(s, n, w); });
   add("e2m1fn/packed->f32", [](benchmark::State& s, std::size_t n, isa w) { decode_packed_bench<float4_e2m1fn>(s, n, w); });
   add("e2m3fn/packed->f32", [](benchmark::State& s, std::size_t n, isa w) { decode_packed_bench<float6_e2m3fn>(s, n, w); });
   add("e3m2fn/packed->f32", [](benchmark::State& s, std::size_t n, isa w) { decode_packed_bench<float6_e3m2fn>(s, n, w); });

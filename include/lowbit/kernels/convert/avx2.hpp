@@ -26,8 +26,9 @@
 // format into float16 / bfloat16, build each value's bfloat16 (or float16) pattern in 16-bit
 // lanes (NaN 0x7FC0 with the code's sign, as codec.hpp's pack_float): arithmetic for the normal
 // numbers, a vpshufb table for the subnormals (half_from_codes); where a format's codes split into
-// nibbles that give the result's bytes (split_tables: the FP8 and FP6 formats into bfloat16 but
-// E5M2FNUZ), four vpshufb lookups per 32 codes instead (split32).
+// a low nibble that gives the result's low byte and bits that give its high byte by a table or by
+// byte arithmetic (split_tables: every FP8 and FP6 format into bfloat16, the FP8 formats into
+// float16), byte lookups and byte arithmetic on 32 codes at a time instead (split32).
 //
 // The per-lane arithmetic that the AVX-512 kernels (avx512.hpp) share, path 1's direct_code with
 // normal_t and the decoders' half_twin_bits, is written once over the vector width in lanes.hpp
@@ -1084,21 +1085,30 @@ LOWBIT_AVX2_INLINE void widen_block(const std::uint8_t* src, std::uint8_t* dst, 
 }
 
 // The same by byte-table lookups, 32 codes a vector (split32), where F's codes split for H:
-// for every number, the high byte of its H pattern is the sign and a function of the 4 code bits
-// from bit k up, and the low byte one of the low 4 bits; for the codes whose exponent field is 0
-// (zero, subnormals) both bytes are functions of the low 4 bits and the sign. The tables come
-// from the scalar decoder, which also proves the split (shift < 0 where it does not hold: the
-// FP8 and FP6 formats into bfloat16 split but E5M2FNUZ, and float16 outputs do not). Finite
-// values do not depend on the policy (holds_exactly); a step with a NaN or Inf code is done by
-// widen_block.
+// for every number, the low byte of its H pattern is a function of the low 4 code bits, and the
+// high byte is the sign and either
+//   - a function of the 4 code bits from bit k up (the nibble split, shift = k), or
+//   - ((magnitude + pre) >> k) + add, byte arithmetic (the affine split, affine_shift = k): the
+//     FP8 formats into float16, whose high byte holds the whole exponent and mantissa bits, and
+//     E5M2FNUZ into bfloat16, whose odd rebias carries out of the low byte where bit 2 is set;
+// for the codes whose exponent field is 0 (zero, subnormals) both bytes are functions of the low
+// 4 bits and the sign. The tables and pre, add come from the scalar decoder, which also proves
+// the split, code by code (no split holds: both shifts < 0). Finite values do not depend on the
+// policy (holds_exactly); a step with a NaN or Inf code is done by widen_block.
 template <class F, class H>
 struct split_tables {
   std::uint8_t lo[16] = {}, hi[16] = {}, sub_lo[16] = {}, sub_hi[16] = {};
-  int shift = -1;  // k
+  int shift = -1;         // k of the nibble split
+  int affine_shift = -1;  // k of the affine split
+  std::uint8_t pre = 0, add = 0;
   split_tables() noexcept {
-    if constexpr (F::has_subnormals)
+    if constexpr (F::has_subnormals) {
       for (unsigned k = 0; k <= 4 && shift < 0; ++k)
-        if (fill(k)) shift = static_cast<int>(k);
+        if (fill(k, -1)) shift = static_cast<int>(k);
+      for (unsigned k = 0; k <= 4 && shift < 0 && affine_shift < 0; ++k)
+        for (int p = 0; p < (1 << k) && affine_shift < 0; ++p)
+          if (fill(k, p)) affine_shift = static_cast<int>(k);
+    }
   }
   // Entry i of t becomes v, unless it was given another value before.
   static bool put(std::uint8_t* t, bool* given, std::uint32_t i, std::uint32_t v) noexcept {
@@ -1107,8 +1117,9 @@ struct split_tables {
     given[i] = true;
     return true;
   }
-  bool fill(unsigned k) noexcept {
-    bool lo_given[16] = {}, hi_given[16] = {}, sub_lo_given[16] = {}, sub_hi_given[16] = {};
+  // The nibble split from bit k (p < 0), or the affine split with shift k and pre = p.
+  bool fill(unsigned k, int p) noexcept {
+    bool lo_given[16] = {}, hi_given[16] = {}, sub_lo_given[16] = {}, sub_hi_given[16] = {}, add_given = false;
     for (std::uint32_t c = 0; c <= F::code_mask; ++c) {
       const float x = lowbit::detail::pack_float(lowbit::detail::unpack_bits<F>(c));
       if ((lowbit::detail::bit_cast<std::uint32_t>(x) & 0x7F800000u) == 0x7F800000u) continue;  // NaN, Inf
@@ -1116,8 +1127,14 @@ struct split_tables {
       if (((r >> 15) != 0) != ((c & F::sign_mask) != 0)) return false;
       const std::uint32_t low = c & 15u, r_lo = r & 0xFFu, r_hi = (r >> 8) & 0x7Fu;
       const bool field0 = ((c >> F::mantissa_bits) & ((1u << F::exponent_bits) - 1u)) == 0;
-      const bool ok = field0 ? put(sub_lo, sub_lo_given, low, r_lo) && put(sub_hi, sub_hi_given, low, r_hi)
-                             : put(lo, lo_given, low, r_lo) && put(hi, hi_given, (c >> k) & 15u, r_hi);
+      bool ok = field0 ? put(sub_lo, sub_lo_given, low, r_lo) && put(sub_hi, sub_hi_given, low, r_hi)
+                       : put(lo, lo_given, low, r_lo);
+      if (!field0 && p < 0) ok = ok && put(hi, hi_given, (c >> k) & 15u, r_hi);
+      if (!field0 && p >= 0) {
+        const std::uint32_t shifted = ((c & F::magnitude_mask) + static_cast<std::uint32_t>(p)) >> k;
+        ok = ok && shifted <= 0xFFu >> k && put(&add, &add_given, 0, (r_hi - shifted) & 0xFFu);
+        pre = static_cast<std::uint8_t>(p);
+      }
       if (!ok) return false;
     }
     return true;
@@ -1147,25 +1164,34 @@ LOWBIT_AVX2_INLINE bool special_codes32(__m256i c) {
 
 // split_tables in registers.
 struct split_registers {
-  __m256i lo, hi, sub_lo, sub_hi;
+  __m256i lo, hi, sub_lo, sub_hi, pre, add, shifted_mask;
   __m128i shift;
 };
 template <class F, class H>
 LOWBIT_AVX2_INLINE split_registers split_load(const split_tables<F, H>& t) {
-  return {table_of(t.lo), table_of(t.hi), table_of(t.sub_lo), table_of(t.sub_hi), _mm_cvtsi32_si128(t.shift)};
+  const int k = t.shift >= 0 ? t.shift : t.affine_shift >= 0 ? t.affine_shift : 0;
+  return {table_of(t.lo), table_of(t.hi), table_of(t.sub_lo), table_of(t.sub_hi),
+          _mm256_set1_epi8(static_cast<char>(t.pre)), _mm256_set1_epi8(static_cast<char>(t.add)),
+          _mm256_set1_epi8(static_cast<char>(0xFF >> k)), _mm_cvtsi32_si128(k)};
 }
 
 // 32 codes (bytes masked to the code, none NaN or Inf) -> their H patterns, elements 0-15 in w0
-// and 16-31 in w1.
-template <class F>
+// and 16-31 in w1; Affine: split_tables' affine split, else its nibble split.
+template <class F, bool Affine = false>
 LOWBIT_AVX2_INLINE void split32(__m256i c, const split_registers& r, __m256i* w0, __m256i* w1) {
   const __m256i nibble = _mm256_set1_epi8(0x0F);
   const __m256i field = _mm256_set1_epi8(static_cast<char>(((1u << F::exponent_bits) - 1u) << F::mantissa_bits));
   const __m256i low = _mm256_and_si256(c, nibble);
   const __m256i field0 = _mm256_cmpeq_epi8(_mm256_and_si256(c, field), _mm256_setzero_si256());
   const __m256i r_lo = _mm256_blendv_epi8(_mm256_shuffle_epi8(r.lo, low), _mm256_shuffle_epi8(r.sub_lo, low), field0);
-  __m256i r_hi = _mm256_blendv_epi8(_mm256_shuffle_epi8(r.hi, _mm256_and_si256(_mm256_srl_epi16(c, r.shift), nibble)),
-                                    _mm256_shuffle_epi8(r.sub_hi, low), field0);
+  __m256i number_hi;
+  if constexpr (Affine) {  // the shift in 16-bit lanes, then the bits other bytes shifted in masked off
+    const __m256i mag = _mm256_and_si256(c, _mm256_set1_epi8(static_cast<char>(F::magnitude_mask)));
+    number_hi = _mm256_add_epi8(_mm256_and_si256(_mm256_srl_epi16(_mm256_add_epi8(mag, r.pre), r.shift), r.shifted_mask), r.add);
+  } else {
+    number_hi = _mm256_shuffle_epi8(r.hi, _mm256_and_si256(_mm256_srl_epi16(c, r.shift), nibble));
+  }
+  __m256i r_hi = _mm256_blendv_epi8(number_hi, _mm256_shuffle_epi8(r.sub_hi, low), field0);
   if constexpr (F::is_signed)  // the sign bit moved to bit 7 of its byte
     r_hi = _mm256_or_si256(r_hi, _mm256_slli_epi16(_mm256_and_si256(c, _mm256_set1_epi8(static_cast<char>(F::sign_mask))),
                                                    8 - F::bits));
@@ -1182,7 +1208,7 @@ LOWBIT_TARGET_AVX2 void widen_to_half(const std::uint8_t* src, std::uint8_t* dst
   const bool inf_to_max = p.ov == overflow::saturate && p.inf == inf_policy::saturate;
   hp.limit = _mm256_set1_epi16(static_cast<short>(inf_to_max ? H::max_bits : H::inf_bits));
   const split_tables<F, H>& t = split_tables<F, H>::get();
-  const bool split = t.shift >= 0;
+  const bool split = t.shift >= 0, affine = t.affine_shift >= 0;
   const split_registers r = split_load(t);
   std::size_t i = 0;
   for (; i + 32 <= n; i += 32) {
@@ -1195,6 +1221,8 @@ LOWBIT_TARGET_AVX2 void widen_to_half(const std::uint8_t* src, std::uint8_t* dst
     __m256i w0, w1;  // numbers only: no policy applies
     if (split) {
       split32<F>(c, r, &w0, &w1);
+    } else if (affine) {
+      split32<F, true>(c, r, &w0, &w1);
     } else {
       w0 = half_from_codes<F, H, true>(_mm256_cvtepu8_epi16(_mm256_castsi256_si128(c)));
       w1 = half_from_codes<F, H, true>(_mm256_cvtepu8_epi16(_mm256_extracti128_si256(c, 1)));
