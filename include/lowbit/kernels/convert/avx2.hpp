@@ -27,8 +27,8 @@
 // lanes (NaN 0x7FC0 with the code's sign, as codec.hpp's pack_float): arithmetic for the normal
 // numbers, a vpshufb table for the subnormals (half_from_codes); where a format's codes split into
 // a low nibble that gives the result's low byte and bits that give its high byte by a table or by
-// byte arithmetic (split_tables: every FP8 and FP6 format into bfloat16, the FP8 formats into
-// float16), byte lookups and byte arithmetic on 32 codes at a time instead (split32).
+// byte arithmetic (split_tables: every byte format either holds exactly, E8M0 aside), byte
+// lookups and byte arithmetic on 32 codes at a time instead (split32).
 //
 // The per-lane arithmetic that the AVX-512 kernels (avx512.hpp) share, path 1's direct_code with
 // normal_t and the decoders' half_twin_bits, is written once over the vector width in lanes.hpp
