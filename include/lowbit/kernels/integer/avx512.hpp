@@ -402,18 +402,23 @@ LOWBIT_AVX512_INLINE void dequantize_run(const std::uint8_t* codes, std::size_t 
 // (u - z) * s are computed once, as values_zp computes each, and every code is looked up with
 // vpermps (which reads the low 4 bits of its index: the low nibble of a zero-extended byte
 // directly, the high one after a shift); vpermt2ps interleaves the two halves.
+// 32 codes (16 bytes of nibbles) -> their 32 values in table.
+template <bool Stream>
+LOWBIT_AVX512_INLINE void nibbles32(const std::uint8_t* codes, __m512 table, float* y) {
+  const __m512i d = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes)));
+  const __m512 even = _mm512_permutexvar_ps(d, table);
+  const __m512 odd = _mm512_permutexvar_ps(_mm512_srli_epi32(d, 4), table);
+  put16<Stream>(y, _mm512_permutex2var_ps(even, _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23), odd));
+  put16<Stream>(y + 16,
+                _mm512_permutex2var_ps(even, _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31), odd));
+}
+
 template <bool Stream>
 LOWBIT_AVX512_INLINE void dequantize_nibbles(const std::uint8_t* codes, std::size_t n, __m512 table, float* y) {
   const __m512i first = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
   const __m512i second = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
   std::size_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    const __m512i d = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + i / 2)));
-    const __m512 even = _mm512_permutexvar_ps(d, table);
-    const __m512 odd = _mm512_permutexvar_ps(_mm512_srli_epi32(d, 4), table);
-    put16<Stream>(y + i, _mm512_permutex2var_ps(even, first, odd));
-    put16<Stream>(y + i + 16, _mm512_permutex2var_ps(even, second, odd));
-  }
+  for (; i + 32 <= n; i += 32) nibbles32<Stream>(codes + i / 2, table, y + i);
   if (i < n) {  // 1..31 left
     const std::size_t m = n - i;
     const __m512i d = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(tail16((m + 1) / 2), codes + i / 2));
@@ -489,10 +494,31 @@ LOWBIT_AVX512_INLINE void dequantize_group(const int_dequantize_job& j, const a2
 template <bool Nibbles, bool Stream, class Out>
 LOWBIT_TARGET_AVX512 inline std::size_t dequantize_groups_impl(const int_dequantize_job& j, Out* y, std::size_t first,
                                                                std::size_t last) noexcept {
+  const std::size_t len = j.group_length;
+  const bool offsets = j.zeros != nullptr && j.zeros_are_offsets;
   for (std::size_t g0 = first; g0 < last; g0 += 8) {
     const std::size_t m = last - g0 < 8 ? last - g0 : 8;
     a2::dq_batch b;
     a2::dequant_params(j, g0, m, b);
+    if constexpr (Nibbles && std::is_same<Out, float>::value) {
+      // The hot case (GPTQ, AWQ) without dequantize_group's tests; groups of 32 as one step each
+      // (a loop of one pass per group measured 0.65x of this).
+      if (!offsets && len == 32) {
+        for (std::size_t k = 0; k < b.done; ++k)
+          nibbles32<Stream>(j.codes + (g0 + k) * 16, nibble_values(zp_values(j, b, k)), y + (g0 + k) * 32);
+        if (b.stop != 0) return g0 + b.done;
+        continue;
+      }
+      if (!offsets && len % 32 == 0) {
+        for (std::size_t k = 0; k < b.done; ++k) {
+          const std::size_t g = g0 + k;
+          const __m512 table = nibble_values(zp_values(j, b, k));
+          for (std::size_t i = 0; i < len; i += 32) nibbles32<Stream>(j.codes + (g * len + i) / 2, table, y + g * len + i);
+        }
+        if (b.stop != 0) return g0 + b.done;
+        continue;
+      }
+    }
     for (std::size_t k = 0; k < b.done; ++k) dequantize_group<Nibbles, Stream>(j, b, k, g0 + k, y);
     if (b.stop != 0) return g0 + b.done;
   }
