@@ -11,9 +11,11 @@
 // computation, and a pair of blocks is one 32-value E2M1 encode. The quantizer is bound by the
 // divider (one vdivps zmm per block against two vdivps ymm on AVX2, the same divider time on
 // Intel cores), see docs/performance.md, "AVX-512 block formats".
-// With AVX512_BF16, dequantization into bfloat16 rounds each pair of blocks' 32 products once
-// and looks the outputs up (nvfp4_decode32_bf16); vcvtne2ps2bf16 reads no MXCSR, and the
-// products it would round differently (subnormal, NaN, overflowing) take the F/BW path.
+// With AVX512_BF16, dequantization into bfloat16 (planar) rounds each pair of blocks' 32
+// products once and looks the outputs up (nvfp4_decode32_bf16); vcvtne2ps2bf16 reads no MXCSR,
+// and the products it would round differently (subnormal, NaN, overflowing) take the F/BW path.
+// Without it, and from ggml's blocks, bfloat16 outputs run the AVX2 kernel, whose lookup of each
+// block's D and 1.5 D (nvfp4_pair_bf16) beats rounding every product here.
 #ifndef LOWBIT_KERNELS_NVFP4_AVX512_HPP
 #define LOWBIT_KERNELS_NVFP4_AVX512_HPP
 
@@ -415,15 +417,20 @@ LOWBIT_TARGET_AVX512 inline bool nvfp4_dequantize_ggml_impl(const std::uint8_t* 
 template <bool Stream, class Dst, class In>
 LOWBIT_TARGET_AVX512 inline bool nvfp4_dequantize_any(const In in, std::size_t blocks, Dst* dst,
                                                       const ::lowbit::nvfp4_options& o) {
-  if constexpr (In::split) {
-    return nvfp4_dequantize_ggml_impl<Stream>(in.base, blocks, dst, o);
-  } else {
-    if constexpr (std::is_same<Dst, bfloat16>::value) {
+  if constexpr (std::is_same<Dst, bfloat16>::value) {
+    // Into bfloat16: the vcvtne2ps2bf16 form, or else the AVX2 kernel's lookup of D and 1.5 D
+    // rounded once per block (6.1-6.8 G elem/s on Zen 4, where this file's F/BW rounding of
+    // every product ran at 4.4-4.5).
+    if constexpr (!In::split) {
       if (::lowbit::detail::use_avx512_bf16()) {
         nvfp4_dequantize_bf16_impl(in, blocks, dst, o);
         return true;
       }
     }
+    return ::lowbit::kernels::block::avx2::detail::nvfp4_dequantize_impl<false>(in, blocks, dst, o);
+  } else if constexpr (In::split) {
+    return nvfp4_dequantize_ggml_impl<Stream>(in.base, blocks, dst, o);
+  } else {
     nvfp4_dequantize_impl<Stream>(in, blocks, dst, o);
     return true;
   }
