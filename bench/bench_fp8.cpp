@@ -148,6 +148,9 @@ void register_format(const std::string& fmt) {
                                      g.o, which);
         benchmark::RegisterBenchmark(("fp8/" + fmt + "/dequantize" + tail).c_str(), dequantize_bench<T, float>, s, g.o,
                                      which);
+        if (which != isa::scalar)
+          benchmark::RegisterBenchmark(("fp8/" + fmt + "/dequantize_bf16" + tail).c_str(),
+                                       dequantize_bench<T, lowbit::bfloat16>, s, g.o, which);
       }
     }
     lowbit::fp8_options recip = lowbit::fp8_presets::per_tensor();
@@ -157,9 +160,6 @@ void register_format(const std::string& fmt) {
       const std::string w = std::string("/") + lowbit::isa_name(which);
       benchmark::RegisterBenchmark(("fp8/" + fmt + "/quantize_static_recip/per_tensor" + w + n).c_str(),
                                    quantize_static_bench<T>, rows, recip, which);
-      benchmark::RegisterBenchmark(("fp8/" + fmt + "/dequantize_bf16/per_tensor" + w + n).c_str(),
-                                   dequantize_bench<T, lowbit::bfloat16>, rows, lowbit::fp8_presets::per_tensor(),
-                                   which);
     }
   }
 }
