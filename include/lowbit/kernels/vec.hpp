@@ -6,7 +6,7 @@
 //
 // A kernel body written over V is compiled once per width: a function's target attribute cannot
 // depend on a template argument, and a function without AVX2 in its target cannot inline an
-// intrinsic, so the shared bodies (kernels/convert/lanes.hpp) are included once in each width's
+// intrinsic, so the shared bodies (kernels/convert/lanes.hpp, kernels/mx/lanes.hpp) are included once in each width's
 // namespace with V and LOWBIT_VEC_INLINE defined there. The arithmetic is then the same source;
 // what differs between the widths is in the two structs below, in one place.
 #ifndef LOWBIT_KERNELS_VEC_HPP
@@ -52,6 +52,17 @@ struct w256 {
   // float32 bit patterns -> int32, rounded as MXCSR.RC says / truncated.
   static LOWBIT_AVX2_INLINE vi cvtps(vi a) { return _mm256_cvtps_epi32(_mm256_castsi256_ps(a)); }
   static LOWBIT_AVX2_INLINE vi cvttps(vi a) { return _mm256_cvttps_epi32(_mm256_castsi256_ps(a)); }
+  static LOWBIT_AVX2_INLINE vi srlv(vi a, vi n) { return _mm256_srlv_epi32(a, n); }
+  static LOWBIT_AVX2_INLINE vi sllv(vi a, vi n) { return _mm256_sllv_epi32(a, n); }
+  // A set of lanes: all ones where set.
+  using mask = __m256i;
+  // x in the lanes where a > b (signed), y elsewhere.
+  static LOWBIT_AVX2_INLINE vi select_gt(vi a, vi b, vi x, vi y) { return _mm256_blendv_epi8(y, x, _mm256_cmpgt_epi32(a, b)); }
+  // n + 1 in the lanes where z & bits != 0 and not in keep, n elsewhere.
+  static LOWBIT_AVX2_INLINE vi add1_where_inexact(vi n, vi z, vi bits, mask keep) {
+    const vi exact = _mm256_cmpeq_epi32(_mm256_and_si256(z, bits), _mm256_setzero_si256());
+    return _mm256_add_epi32(n, _mm256_add_epi32(_mm256_or_si256(exact, keep), _mm256_set1_epi32(1)));  // -1 + 1: none
+  }
   // t - constant in the lanes where a > b (signed), t elsewhere.
   static LOWBIT_AVX2_INLINE vi sub_where_gt(vi t, vi a, vi b, vi constant) {
     return _mm256_sub_epi32(t, _mm256_and_si256(_mm256_cmpgt_epi32(a, b), constant));
@@ -101,6 +112,14 @@ struct w512 {
   static LOWBIT_AVX512_INLINE vi srai(vi a) { return _mm512_srai_epi32(a, N); }
   static LOWBIT_AVX512_INLINE vi cvtps(vi a) { return _mm512_cvtps_epi32(_mm512_castsi512_ps(a)); }
   static LOWBIT_AVX512_INLINE vi cvttps(vi a) { return _mm512_cvttps_epi32(_mm512_castsi512_ps(a)); }
+  static LOWBIT_AVX512_INLINE vi srlv(vi a, vi n) { return _mm512_srlv_epi32(a, n); }
+  static LOWBIT_AVX512_INLINE vi sllv(vi a, vi n) { return _mm512_sllv_epi32(a, n); }
+  using mask = __mmask16;
+  static LOWBIT_AVX512_INLINE vi select_gt(vi a, vi b, vi x, vi y) { return _mm512_mask_mov_epi32(y, _mm512_cmpgt_epi32_mask(a, b), x); }
+  static LOWBIT_AVX512_INLINE vi add1_where_inexact(vi n, vi z, vi bits, mask keep) {
+    const __mmask16 inexact = _mm512_test_epi32_mask(z, bits);
+    return _mm512_mask_add_epi32(n, static_cast<__mmask16>(inexact & ~keep), n, set1(1));
+  }
   // Masked arithmetic: one instruction fewer than the AVX2 forms (32 registers hold the constants).
   static LOWBIT_AVX512_INLINE vi sub_where_gt(vi t, vi a, vi b, vi constant) {
     return _mm512_mask_sub_epi32(t, _mm512_cmpgt_epi32_mask(a, b), t, constant);

@@ -33,6 +33,7 @@
 #include "../avx2_common.hpp"
 #include "../convert/avx2.hpp"
 #include "../fp_env.hpp"
+#include "../vec.hpp"
 #endif
 
 namespace lowbit {
@@ -157,65 +158,12 @@ LOWBIT_AVX2_INLINE __m256i transpose_max8(const __m256i m[8]) { return ::lowbit:
 // ------------------------------------------------------------------------------------------------
 // The element encoder: |x| * 2^-s rounded into format F (see the header for the derivation).
 
-// Per-block constants for scale exponent s, format F.
-struct enc_block {
-  __m256i ks;    // K + s: a float exponent field at or above it is a normal element
-  __m256i cs;    // 23 - M + K + s
-  __m256i tiny;  // |x| bit patterns below this scale to less than 2^-126 (or are float subnormals)
-  __m256i s23;   // s << 23 (mx_direct)
-};
-
-template <class F>
-LOWBIT_AVX2_INLINE enc_block make_enc_block(__m256i s) {
-  constexpr int M = F::mantissa_bits;
-  constexpr int K = F::min_exponent + 127;
-  const __m256i one = set1(1);
-  enc_block e;
-  e.ks = _mm256_add_epi32(s, set1(K));
-  e.cs = _mm256_add_epi32(s, set1(23 - M + K));
-  e.tiny = _mm256_slli_epi32(_mm256_max_epi32(_mm256_add_epi32(s, one), one), 23);
-  e.s23 = _mm256_slli_epi32(s, 23);
-  return e;
-}
-
-// a: |x| bit patterns (finite or Inf); neg: all-ones lanes where x is negative (read by
-// toward_pos_inf only). Returns the magnitude code of |x| * 2^-s, saturated at F::max_bits.
-// With m2 = min(field, K + s): z = the significand with (field - m2) added to its exponent
-// bits, and the code is z rounded at bit 23 - M + K + s - m2. Lanes below 2^-126 after scaling
-// get a shift of at least 34 (s >= -100), which leaves 0 for the nearest modes and toward_zero
-// whatever z holds; toward_pos_inf gives them the sticky z = 1 instead.
-template <class F, rounding RM>
-LOWBIT_AVX2_INLINE __m256i encode_magnitude(__m256i a, __m256i neg, const enc_block& e) {
-  static_assert(F::has_subnormals && F::min_exponent + 127 >= 1 && F::mantissa_bits <= 6,
-                "element formats with subnormals");
-  const __m256i one = set1(1);
-  const __m256i m2 = _mm256_min_epi32(_mm256_srli_epi32(a, 23), e.ks);
-  __m256i z = _mm256_add_epi32(_mm256_sub_epi32(a, _mm256_slli_epi32(m2, 23)), set1(1 << 23));
-  const __m256i shift = _mm256_sub_epi32(e.cs, m2);
-  __m256i n;
-  if constexpr (RM == rounding::toward_zero) {
-    n = _mm256_srlv_epi32(z, shift);
-  } else if constexpr (RM == rounding::toward_pos_inf) {
-    z = _mm256_blendv_epi8(z, _mm256_min_epu32(a, one), _mm256_cmpgt_epi32(e.tiny, a));
-    const __m256i rem_mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, shift), one);  // all ones for shift >= 32
-    const __m256i exact = _mm256_cmpeq_epi32(_mm256_and_si256(z, rem_mask), _mm256_setzero_si256());
-    const __m256i keep = _mm256_or_si256(exact, neg);  // -1: truncate
-    n = _mm256_add_epi32(_mm256_srlv_epi32(z, shift), _mm256_add_epi32(keep, one));
-  } else {
-    // half - 1 (0 once shift > 32, where z < 2^24 cannot round up)
-    const __m256i half_minus_one = _mm256_srlv_epi32(set1(0x7FFFFFFF), _mm256_sub_epi32(set1(32), shift));
-    __m256i t = _mm256_add_epi32(z, half_minus_one);
-    if constexpr (RM == rounding::nearest_even) {
-      t = _mm256_add_epi32(t, _mm256_and_si256(_mm256_srlv_epi32(z, shift), one));
-    } else if constexpr (RM == rounding::nearest_away) {
-      t = _mm256_add_epi32(t, one);
-    } else {
-      static_assert(RM == rounding::nearest_toward_zero, "stochastic rounding is not vectorized here");
-    }
-    n = _mm256_srlv_epi32(t, shift);
-  }
-  return _mm256_min_epu32(n, set1(static_cast<int>(F::max_bits)));
-}
+// The shift encoder (enc_block, make_enc_block, encode_magnitude), shared with the AVX-512
+// kernels.
+using V = w256;
+#define LOWBIT_VEC_INLINE LOWBIT_AVX2_INLINE
+#include "lanes.hpp"
+#undef LOWBIT_VEC_INLINE
 
 // The constants of e2m1_nearest16, built once per call and passed down (so that the compiler
 // keeps them across blocks instead of rebuilding them for every block).

@@ -19,8 +19,9 @@
 // in a 64-byte table row, 16 float32 with one vpermd (dequantize_fp4) or 32 16-bit halves with
 // one vpermw (dequantize_fp6), where AVX2 needs two to four vpshufb and blends; with VBMI, MXFP8
 // and MXFP6 dequantize through the conversion decoders' byte tables instead (mx_dequantize_vbmi).
-// The lane-wise arithmetic (e8m0_codes16, encode_magnitude16, e2m1_nearest32) is the AVX2 code
-// line for line. See docs/performance.md, "AVX-512 block formats (issue 15)" and "Zen 4".
+// The lane-wise arithmetic (e8m0_codes16, e2m1_nearest32) is the AVX2 code line for line, and
+// the shift encoder (encode_magnitude) the same source (kernels/mx/lanes.hpp). See
+// docs/performance.md, "AVX-512 block formats (issue 15)" and "Zen 4".
 //
 // Coverage: every MX format with blocks that are whole multiples of 32 (mx_avx512_supports);
 // other block sizes run the AVX2 kernel on the avx512 path.
@@ -37,6 +38,7 @@
 #include "../../core/rounding.hpp"
 #include "../../formats/types.hpp"
 #include "../convert/avx512.hpp"
+#include "../vec.hpp"
 #include "avx2.hpp"
 #include "scalar.hpp"
 
@@ -156,58 +158,12 @@ LOWBIT_BLOCK512_INLINE __m512i e8m0_codes16(__m512i amax, ::lowbit::e8m0_rule ru
 }
 
 // ------------------------------------------------------------------------------------------------
-// The shift encoder (avx2::detail::encode_magnitude on 16 lanes): |x| * 2^-s rounded into F.
+// The shift encoder: |x| * 2^-s rounded into F, kernels/mx/lanes.hpp on 16 lanes.
 
-struct enc_block16 {
-  __m512i ks, cs, tiny;
-  __m512i s23;  // s << 23 (mx_direct)
-};
-
-template <class F>
-LOWBIT_BLOCK512_INLINE enc_block16 make_enc_block16(__m512i s) {
-  constexpr int M = F::mantissa_bits;
-  constexpr int K = F::min_exponent + 127;
-  const __m512i one = set1(1);
-  enc_block16 e;
-  e.ks = _mm512_add_epi32(s, set1(K));
-  e.cs = _mm512_add_epi32(s, set1(23 - M + K));
-  e.tiny = _mm512_slli_epi32(_mm512_max_epi32(_mm512_add_epi32(s, one), one), 23);
-  e.s23 = _mm512_slli_epi32(s, 23);
-  return e;
-}
-
-// a: |x| bit patterns; neg: the lanes where x is negative (read by toward_pos_inf only).
-template <class F, rounding RM>
-LOWBIT_BLOCK512_INLINE __m512i encode_magnitude16(__m512i a, __mmask16 neg, const enc_block16& e) {
-  static_assert(F::has_subnormals && F::min_exponent + 127 >= 1 && F::mantissa_bits <= 6,
-                "element formats with subnormals");
-  const __m512i one = set1(1);
-  const __m512i m2 = _mm512_min_epi32(_mm512_srli_epi32(a, 23), e.ks);
-  __m512i z = _mm512_add_epi32(_mm512_sub_epi32(a, _mm512_slli_epi32(m2, 23)), set1(1 << 23));
-  const __m512i shift = _mm512_sub_epi32(e.cs, m2);
-  __m512i n;
-  if constexpr (RM == rounding::toward_zero) {
-    n = _mm512_srlv_epi32(z, shift);
-  } else if constexpr (RM == rounding::toward_pos_inf) {
-    z = _mm512_mask_mov_epi32(z, _mm512_cmpgt_epi32_mask(e.tiny, a), _mm512_min_epu32(a, one));
-    const __m512i rem_mask = _mm512_sub_epi32(_mm512_sllv_epi32(one, shift), one);
-    const __mmask16 inexact = _mm512_test_epi32_mask(z, rem_mask);
-    n = _mm512_srlv_epi32(z, shift);
-    n = _mm512_mask_add_epi32(n, static_cast<__mmask16>(inexact & ~neg), n, one);
-  } else {
-    const __m512i half_minus_one = _mm512_srlv_epi32(set1(0x7FFFFFFF), _mm512_sub_epi32(set1(32), shift));
-    __m512i t = _mm512_add_epi32(z, half_minus_one);
-    if constexpr (RM == rounding::nearest_even) {
-      t = _mm512_add_epi32(t, _mm512_and_si512(_mm512_srlv_epi32(z, shift), one));
-    } else if constexpr (RM == rounding::nearest_away) {
-      t = _mm512_add_epi32(t, one);
-    } else {
-      static_assert(RM == rounding::nearest_toward_zero, "stochastic rounding is not vectorized here");
-    }
-    n = _mm512_srlv_epi32(t, shift);
-  }
-  return _mm512_min_epu32(n, set1(static_cast<int>(F::max_bits)));
-}
+using V = w512;
+#define LOWBIT_VEC_INLINE LOWBIT_BLOCK512_INLINE
+#include "lanes.hpp"
+#undef LOWBIT_VEC_INLINE
 
 // ------------------------------------------------------------------------------------------------
 // E2M1, 32 values at a time (b0: elements 0-15, b1: 16-31), on 16-bit keys held in one of two
@@ -305,12 +261,12 @@ LOWBIT_BLOCK512_INLINE __m512i e2m1_nearest32(__m512i b0, __m512i b1, __m512i s7
 
 // The same under a directed rounding, through the shift encoder (e: the block's constants).
 template <rounding RM, bool Planar>
-LOWBIT_BLOCK512_INLINE __m512i e2m1_directed32(__m512i b0, __m512i b1, const enc_block16& e, __m512i guard,
+LOWBIT_BLOCK512_INLINE __m512i e2m1_directed32(__m512i b0, __m512i b1, const enc_block& e, __m512i guard,
                                                 const e2m1_consts16& c) {
   using F = formats::e2m1fn;
   const __m512i abs_mask = set1(0x7FFFFFFF);
-  const __m512i n0 = encode_magnitude16<F, RM>(_mm512_and_si512(b0, abs_mask), _mm512_movepi32_mask(b0), e);
-  const __m512i n1 = encode_magnitude16<F, RM>(_mm512_and_si512(b1, abs_mask), _mm512_movepi32_mask(b1), e);
+  const __m512i n0 = encode_magnitude<F, RM>(_mm512_and_si512(b0, abs_mask), _mm512_movepi32_mask(b0), e);
+  const __m512i n1 = encode_magnitude<F, RM>(_mm512_and_si512(b1, abs_mask), _mm512_movepi32_mask(b1), e);
   const __m512i n = codes_in_order<Planar>(n0, n1);
   const __mmask32 neg = _mm512_mask_cmpneq_epi16_mask(_mm512_movepi16_mask(high_halves32<Planar>(b0, b1)), n, guard);
   return _mm512_mask_add_epi16(n, neg, n, c.eight16);
@@ -373,7 +329,7 @@ LOWBIT_BLOCK512_INLINE __m512i mx_direct16(__m512i b, __m512i s23, __m512i guard
 }
 
 template <class Fmt, rounding RM>
-LOWBIT_BLOCK512_INLINE __m512i mx_encode16(__m512i b, const enc_block16& e, __m512i guard) {
+LOWBIT_BLOCK512_INLINE __m512i mx_encode16(__m512i b, const enc_block& e, __m512i guard) {
   using traits = mx_element_traits<Fmt>;
   using F = typename traits::spec;
   if constexpr (mx_direct<Fmt, RM>::value) {
@@ -381,7 +337,7 @@ LOWBIT_BLOCK512_INLINE __m512i mx_encode16(__m512i b, const enc_block16& e, __m5
   } else {
     const __m512i a = _mm512_and_si512(b, set1(0x7FFFFFFF));
     const __mmask16 neg = _mm512_movepi32_mask(b);
-    const __m512i n = encode_magnitude16<F, RM>(a, neg, e);
+    const __m512i n = encode_magnitude<F, RM>(a, neg, e);
     if constexpr (traits::is_int8) {
       return _mm512_and_si512(_mm512_mask_sub_epi32(n, neg, _mm512_setzero_si512(), n), set1(0xFF));
     } else {
@@ -394,8 +350,8 @@ LOWBIT_BLOCK512_INLINE __m512i mx_encode16(__m512i b, const enc_block16& e, __m5
 template <class Fmt, rounding RM, class Src>
 LOWBIT_BLOCK512_INLINE void mx_encode_block_fp8(const Src* x, std::uint8_t* out, std::size_t block_size,
                                                  const std::int32_t& s_pair, __m512i guard) {
-  const enc_block16 e =
-      make_enc_block16<typename mx_element_traits<Fmt>::spec>(_mm512_srai_epi32(_mm512_set1_epi32(s_pair), 23));
+  const enc_block e =
+      make_enc_block<typename mx_element_traits<Fmt>::spec>(_mm512_srai_epi32(_mm512_set1_epi32(s_pair), 23));
   for (std::size_t i = 0; i < block_size; i += 32) {
     const __m128i c0 = _mm512_cvtepi32_epi8(mx_encode16<Fmt, RM>(load16(x + i), e, guard));
     const __m128i c1 = _mm512_cvtepi32_epi8(mx_encode16<Fmt, RM>(load16(x + i + 16), e, guard));
@@ -419,8 +375,8 @@ LOWBIT_BLOCK512_INLINE void store_fp6_16(std::uint8_t* dst, __m512i codes) {
 template <class Fmt, rounding RM, class Src>
 LOWBIT_BLOCK512_INLINE void mx_encode_block_fp6(const Src* x, std::uint8_t* out, std::size_t block_size,
                                                  const std::int32_t& s_pair, __m512i guard) {
-  const enc_block16 e =
-      make_enc_block16<typename mx_element_traits<Fmt>::spec>(_mm512_srai_epi32(_mm512_set1_epi32(s_pair), 23));
+  const enc_block e =
+      make_enc_block<typename mx_element_traits<Fmt>::spec>(_mm512_srai_epi32(_mm512_set1_epi32(s_pair), 23));
   for (std::size_t i = 0; i < block_size; i += 16)
     store_fp6_16(out + i / 4 * 3, mx_encode16<Fmt, RM>(load16(x + i), e, guard));
 }
@@ -444,7 +400,7 @@ LOWBIT_BLOCK512_INLINE void mx_encode_block_fp4(const Src* x, std::uint8_t* out,
       }
     }
   } else {
-    const enc_block16 e = make_enc_block16<formats::e2m1fn>(_mm512_srai_epi32(_mm512_set1_epi32(s_pair), 23));
+    const enc_block e = make_enc_block<formats::e2m1fn>(_mm512_srai_epi32(_mm512_set1_epi32(s_pair), 23));
     for (std::size_t i = 0; i < block_size; i += 32) {
       const __m512i w = e2m1_directed32<RM, !Split>(load16(x + i), load16(x + i + 16), e, guard, c);
       if constexpr (Split) {

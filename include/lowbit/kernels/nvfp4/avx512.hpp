@@ -62,15 +62,15 @@ LOWBIT_BLOCK512_INLINE __m512 decode_e4m3_16(__m512i c) {
 // E4M3 codes of 16 non-negative float targets under rm, saturating at 448 (nvfp4_block_scale).
 LOWBIT_BLOCK512_INLINE __m512i encode_scale_e4m3_16(__m512i target, rounding rm) {
   using F = formats::e4m3fn;
-  const enc_block16 e = make_enc_block16<F>(_mm512_setzero_si512());
+  const enc_block e = make_enc_block<F>(_mm512_setzero_si512());
   switch (rm) {
-    case rounding::toward_zero: return encode_magnitude16<F, rounding::toward_zero>(target, 0, e);
-    case rounding::toward_pos_inf: return encode_magnitude16<F, rounding::toward_pos_inf>(target, 0, e);
-    case rounding::nearest_away: return encode_magnitude16<F, rounding::nearest_away>(target, 0, e);
-    case rounding::nearest_toward_zero: return encode_magnitude16<F, rounding::nearest_toward_zero>(target, 0, e);
+    case rounding::toward_zero: return encode_magnitude<F, rounding::toward_zero>(target, 0, e);
+    case rounding::toward_pos_inf: return encode_magnitude<F, rounding::toward_pos_inf>(target, 0, e);
+    case rounding::nearest_away: return encode_magnitude<F, rounding::nearest_away>(target, 0, e);
+    case rounding::nearest_toward_zero: return encode_magnitude<F, rounding::nearest_toward_zero>(target, 0, e);
     case rounding::nearest_even:
     case rounding::stochastic:
-    default: return encode_magnitude16<F, rounding::nearest_even>(target, 0, e);
+    default: return encode_magnitude<F, rounding::nearest_even>(target, 0, e);
   }
 }
 
@@ -121,7 +121,7 @@ LOWBIT_BLOCK512_INLINE __m512i nvfp4_encode32(__m512i v0, __m512i v1, __m512 d0,
   if constexpr (is_nearest<RM>()) {
     return e2m1_nearest32<RM, Planar>(q0, q1, _mm512_setzero_si512(), guard, c);
   } else {
-    return e2m1_directed32<RM, Planar>(q0, q1, make_enc_block16<formats::e2m1fn>(_mm512_setzero_si512()), guard, c);
+    return e2m1_directed32<RM, Planar>(q0, q1, make_enc_block<formats::e2m1fn>(_mm512_setzero_si512()), guard, c);
   }
 }
 
