@@ -61,10 +61,10 @@ namespace a2 = avx2::int_detail;
 LOWBIT_AVX512_INLINE __mmask16 tail16(std::size_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
 
 // The reductions of a batch (the largest |x|, or the min, max and NaN/Inf of each group) are the
-// AVX2 code's, a2::symmetric_batch and a2::affine_batch. A 512-bit twin of them (16 floats per
-// load, masked tails, each group folded to 8 lanes, the batch after next prefetched) measured
-// 0.72-0.95x of the AVX2 reduction in the same kernel on Zen 4, in cache and from DRAM
-// (docs/performance.md, "Zen 4, a fifth session"), and gave no kernel its 1.5x on Ice Lake.
+// AVX2 code's, a2::symmetric_batch and a2::affine_batch. With a 512-bit twin of them (16 floats
+// per load, masked tails, each group folded to 8 lanes, the batch after next prefetched) the
+// INT8 g128 and INT4 g64 quantizers ran at 0.88-0.95x of the AVX2 kernel on Zen 4; with the AVX2
+// reduction, 1.10-1.37x (docs/performance.md, "Zen 4, a fifth session").
 
 // ------------------------------------------------------------------------------------------------
 // The grid rounding (avx2_table.hpp's grid_round and group_grid, 16 lanes)
