@@ -16,6 +16,8 @@
 //    VBMI" below; the scaled FP8 and the MX dequantizers use the same lookups).
 //  - with AVX512_BF16 (use_avx512_bf16), encoding float32 into bfloat16 under nearest-even by
 //    vcvtne2ps2bf16 (encode_bf16_loop; the argument is docs/kernels.md's).
+//  - float16 under nearest-even by vcvtps2ph on zmm, as the AVX2 kernel does on ymm
+//    (avx2.hpp: encode_block_f16c).
 //
 // The per-lane arithmetic is avx2.hpp's, the same source compiled for 512 bits (lanes.hpp over
 // kernels/vec.hpp's w512): direct_code for the codes, half_twin_bits for the decoders. What AVX-512
@@ -159,6 +161,26 @@ LOWBIT_AVX512_INLINE void store_bytes(std::uint8_t* dst, __m512i b) {
 template <class F, rounding RM, layout L>
 LOWBIT_AVX512_INLINE void encode_block(__m512i x0, __m512i x1, __m512i x2, __m512i x3, std::uint8_t* dst,
                                        const encode_vectors& v) {
+  if constexpr (avx2::detail::f16c_path<F, RM>) {  // float16 by vcvtps2ph (avx2.hpp: encode_block_f16c)
+    constexpr int rn = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+    const __m512i sign = _mm512_set1_epi16(static_cast<short>(0x8000));
+    __m512i w0 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtps_ph(_mm512_castsi512_ps(x0), rn)),
+                                    _mm512_cvtps_ph(_mm512_castsi512_ps(x1), rn), 1);
+    __m512i w1 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtps_ph(_mm512_castsi512_ps(x2), rn)),
+                                    _mm512_cvtps_ph(_mm512_castsi512_ps(x3), rn), 1);
+    w0 = _mm512_or_si512(_mm512_min_epu16(_mm512_andnot_si512(sign, w0), v.limit_words), _mm512_and_si512(w0, sign));
+    w1 = _mm512_or_si512(_mm512_min_epu16(_mm512_andnot_si512(sign, w1), v.limit_words), _mm512_and_si512(w1, sign));
+    const __m512i a0 = _mm512_and_si512(x0, v.abs_mask), a1 = _mm512_and_si512(x1, v.abs_mask);
+    const __m512i a2 = _mm512_and_si512(x2, v.abs_mask), a3 = _mm512_and_si512(x3, v.abs_mask);
+    if (any_nan(a0, a1, a2, a3, v)) {
+      const __mmask64 nan = nan_lanes(a0, a1, a2, a3, v);
+      w0 = _mm512_mask_mov_epi16(w0, static_cast<__mmask32>(nan), v.nan_words);
+      w1 = _mm512_mask_mov_epi16(w1, static_cast<__mmask32>(nan >> 32), v.nan_words);
+    }
+    _mm512_storeu_si512(dst, w0);
+    _mm512_storeu_si512(dst + 64, w1);
+    return;
+  }
   __mmask16 s0, s1, s2, s3;
   __m512i a0, a1, a2, a3;
   const __m512i c0 = codes16<F, RM>(x0, v, &s0, &a0);
