@@ -128,6 +128,19 @@ LOWBIT_AVX512_INLINE bool any_nan(__m512i a0, __m512i a1, __m512i a2, __m512i a3
   return _mm512_cmpgt_epi32_mask(_mm512_max_epi32(_mm512_max_epi32(a0, a1), _mm512_max_epi32(a2, a3)), v.inf) != 0;
 }
 
+// 64 16-bit codes (w0: elements 0-31, w1: 32-63) -> dst, the NaN lanes (|x| = a0..a3) holding the
+// policy's NaN code.
+LOWBIT_AVX512_INLINE void store_words(std::uint8_t* dst, __m512i w0, __m512i w1, __m512i a0, __m512i a1, __m512i a2,
+                                      __m512i a3, const encode_vectors& v) {
+  if (any_nan(a0, a1, a2, a3, v)) {
+    const __mmask64 nan = nan_lanes(a0, a1, a2, a3, v);
+    w0 = _mm512_mask_mov_epi16(w0, static_cast<__mmask32>(nan), v.nan_words);
+    w1 = _mm512_mask_mov_epi16(w1, static_cast<__mmask32>(nan >> 32), v.nan_words);
+  }
+  _mm512_storeu_si512(dst, w0);
+  _mm512_storeu_si512(dst + 64, w1);
+}
+
 // 64 codes below 256 in c0..c3 (element 16k + j in lane j of c[k]) -> one byte each, in element
 // order: two levels of saturating packs leave, per 128-bit lane l, 4 codes of each c[k], and
 // dword 4l + k -> dword 4k + l puts them in order. (Larger codes saturate to 0xFF.)
@@ -172,13 +185,7 @@ LOWBIT_AVX512_INLINE void encode_block(__m512i x0, __m512i x1, __m512i x2, __m51
     w1 = _mm512_or_si512(_mm512_min_epu16(_mm512_andnot_si512(sign, w1), v.limit_words), _mm512_and_si512(w1, sign));
     const __m512i a0 = _mm512_and_si512(x0, v.abs_mask), a1 = _mm512_and_si512(x1, v.abs_mask);
     const __m512i a2 = _mm512_and_si512(x2, v.abs_mask), a3 = _mm512_and_si512(x3, v.abs_mask);
-    if (any_nan(a0, a1, a2, a3, v)) {
-      const __mmask64 nan = nan_lanes(a0, a1, a2, a3, v);
-      w0 = _mm512_mask_mov_epi16(w0, static_cast<__mmask32>(nan), v.nan_words);
-      w1 = _mm512_mask_mov_epi16(w1, static_cast<__mmask32>(nan >> 32), v.nan_words);
-    }
-    _mm512_storeu_si512(dst, w0);
-    _mm512_storeu_si512(dst + 64, w1);
+    store_words(dst, w0, w1, a0, a1, a2, a3, v);
     return;
   }
   __mmask16 s0, s1, s2, s3;
@@ -197,13 +204,7 @@ LOWBIT_AVX512_INLINE void encode_block(__m512i x0, __m512i x1, __m512i x2, __m51
     w1 = _mm512_min_epu16(w1, v.limit_words);
     w0 = _mm512_mask_add_epi16(w0, _mm512_kunpackw(s1, s0), w0, v.sign_words);
     w1 = _mm512_mask_add_epi16(w1, _mm512_kunpackw(s3, s2), w1, v.sign_words);
-    if (any_nan(a0, a1, a2, a3, v)) {
-      const __mmask64 nan = nan_lanes(a0, a1, a2, a3, v);
-      w0 = _mm512_mask_mov_epi16(w0, static_cast<__mmask32>(nan), v.nan_words);
-      w1 = _mm512_mask_mov_epi16(w1, static_cast<__mmask32>(nan >> 32), v.nan_words);
-    }
-    _mm512_storeu_si512(dst, w0);
-    _mm512_storeu_si512(dst + 64, w1);
+    store_words(dst, w0, w1, a0, a1, a2, a3, v);
   } else {
     __m512i b = bytes_of_codes(c0, c1, c2, c3);
     // A NaN's code is at least 0x100 in every byte format (its exponent field is all ones; the
