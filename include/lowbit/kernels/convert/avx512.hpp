@@ -175,12 +175,15 @@ template <class F, rounding RM, layout L>
 LOWBIT_AVX512_INLINE void encode_block(__m512i x0, __m512i x1, __m512i x2, __m512i x3, std::uint8_t* dst,
                                        const encode_vectors& v) {
   if constexpr (avx2::detail::f16c_path<F, RM>) {  // float16 by vcvtps2ph (avx2.hpp: encode_block_f16c)
+    // (The maskz form with all lanes: GCC's unmasked macro, used without optimisation, passes
+    // -1 as the mask, which -Wsign-conversion rejects.)
     constexpr int rn = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+    const __mmask16 all = 0xFFFF;
     const __m512i sign = _mm512_set1_epi16(static_cast<short>(0x8000));
-    __m512i w0 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtps_ph(_mm512_castsi512_ps(x0), rn)),
-                                    _mm512_cvtps_ph(_mm512_castsi512_ps(x1), rn), 1);
-    __m512i w1 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtps_ph(_mm512_castsi512_ps(x2), rn)),
-                                    _mm512_cvtps_ph(_mm512_castsi512_ps(x3), rn), 1);
+    __m512i w0 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_maskz_cvtps_ph(all, _mm512_castsi512_ps(x0), rn)),
+                                    _mm512_maskz_cvtps_ph(all, _mm512_castsi512_ps(x1), rn), 1);
+    __m512i w1 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_maskz_cvtps_ph(all, _mm512_castsi512_ps(x2), rn)),
+                                    _mm512_maskz_cvtps_ph(all, _mm512_castsi512_ps(x3), rn), 1);
     w0 = _mm512_or_si512(_mm512_min_epu16(_mm512_andnot_si512(sign, w0), v.limit_words), _mm512_and_si512(w0, sign));
     w1 = _mm512_or_si512(_mm512_min_epu16(_mm512_andnot_si512(sign, w1), v.limit_words), _mm512_and_si512(w1, sign));
     const __m512i a0 = _mm512_and_si512(x0, v.abs_mask), a1 = _mm512_and_si512(x1, v.abs_mask);
