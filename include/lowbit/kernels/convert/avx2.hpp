@@ -1149,6 +1149,7 @@ struct split_tables {
   // The nibble split from bit k (p < 0), or the affine split with shift k and pre = p.
   bool fill(unsigned k, int p) noexcept {
     bool lo_given[16] = {}, hi_given[16] = {}, sub_lo_given[16] = {}, sub_hi_given[16] = {}, add_given = false;
+    if (p >= 0) pre = static_cast<std::uint8_t>(p);
     for (std::uint32_t c = 0; c <= F::code_mask; ++c) {
       const float x = lowbit::detail::pack_float(lowbit::detail::unpack_bits<F>(c));
       if ((lowbit::detail::bit_cast<std::uint32_t>(x) & 0x7F800000u) == 0x7F800000u) continue;  // NaN, Inf
@@ -1162,7 +1163,6 @@ struct split_tables {
       if (!field0 && p >= 0) {
         const std::uint32_t shifted = ((c & F::magnitude_mask) + static_cast<std::uint32_t>(p)) >> k;
         ok = ok && shifted <= 0xFFu >> k && put(&add, &add_given, 0, (r_hi - shifted) & 0xFFu);
-        pre = static_cast<std::uint8_t>(p);
       }
       if (!ok) return false;
     }

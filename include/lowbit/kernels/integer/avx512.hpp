@@ -509,15 +509,6 @@ LOWBIT_TARGET_AVX512 inline std::size_t dequantize_groups_impl(const int_dequant
         if (b.stop != 0) return g0 + b.done;
         continue;
       }
-      if (!offsets && len % 32 == 0) {
-        for (std::size_t k = 0; k < b.done; ++k) {
-          const std::size_t g = g0 + k;
-          const __m512 table = nibble_values(zp_values(j, b, k));
-          for (std::size_t i = 0; i < len; i += 32) nibbles32<Stream>(j.codes + (g * len + i) / 2, table, y + g * len + i);
-        }
-        if (b.stop != 0) return g0 + b.done;
-        continue;
-      }
     }
     for (std::size_t k = 0; k < b.done; ++k) dequantize_group<Nibbles, Stream>(j, b, k, g0 + k, y);
     if (b.stop != 0) return g0 + b.done;
