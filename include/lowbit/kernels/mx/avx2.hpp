@@ -63,6 +63,18 @@ struct mx_element_traits<Fmt, std::enable_if_t<std::is_same<typename Fmt::elemen
 // The quantizer's fast path is exact for blocks with scale exponent s >= this (see the header).
 inline constexpr int mx_fast_min_exponent = -100;
 
+// The scale exponents s for which every finite nonzero element times 2^s is a normal float32
+// (exact): the fast range of the MXFP8, MXFP6 and MXINT8 dequantizers. A minifloat element's
+// smallest value is 2^(min_exponent - mantissa_bits), its largest below 2^(max_exponent + 1).
+template <class Fmt>
+struct mx_fast_range {
+  using F = typename mx_element_traits<Fmt>::spec;
+  static constexpr bool is_int8 = mx_element_traits<Fmt>::is_int8;
+  static constexpr int lo = is_int8 ? -120 : -126 - (F::min_exponent - F::mantissa_bits);
+  static constexpr int hi = is_int8 ? 126 : 127 - F::max_exponent;
+  static constexpr bool holds(int s) noexcept { return s >= lo && s <= hi; }
+};
+
 // Dequantization tables of the MXFP4 / MXFP6 kernels: for every E8M0 scale code, the 16-bit
 // result of each element code: the top half of the float32 result (whose low half is always
 // zero) or the bfloat16 result (mx_store of kernels/mx/scalar.hpp: round to nearest even, saturate, NaN 0x7FFF).
@@ -468,6 +480,15 @@ LOWBIT_NOINLINE void dequantize_block_cold(const std::uint8_t* elements, std::ui
   ::lowbit::mx_dequantize_block<Fmt>(elements, scale, o, out);
 }
 
+// A block outside the fast range: the NaN scale's block of NaN, or the reference.
+template <class Fmt, class Dst>
+inline void mx_block_outside(const std::uint8_t* in, std::uint8_t sc, const ::lowbit::mx_options& o, Dst* out) {
+  if (sc == 0xFF)
+    fill_nan(out, o.block_size);
+  else
+    dequantize_block_cold<Fmt>(in, sc, o, out);
+}
+
 // E8M0 codes of 8 blocks from their amax bit patterns (0xFF where amax is NaN or Inf).
 template <class Fmt>
 LOWBIT_AVX2_INLINE __m256i e8m0_codes(__m256i amax, ::lowbit::e8m0_rule rule) {
@@ -712,88 +733,113 @@ LOWBIT_AVX2_INLINE __m256 widen_fp8(__m128i x) {
   }
 }
 
-// MXFP8 and MXINT8: exact widening times 2^s inside the fast range; the reference elsewhere.
+// How mx_dequantize_fp8 makes bfloat16 results: split_tables' nibble or affine split of the
+// element codes (convert's split32), or the float32 product rounded (store8; exact too).
+enum class fp8_bf16 { nibble, affine, product };
+
+// 32 element bytes at in, loaded in c (MXFP8: none NaN or Inf), of a block with scale exponent s in the fast
+// range -> out. p: 2^(s + offset) as a float, undoing widen_fp8's offset; add: s * 128.
+// float32: the exact widening times p. bfloat16 (bfloat16 holds every element value exactly, and
+// inside the fast range every product 2^s v exactly, as a normal number): the element's bfloat16
+// with s added to the exponent field of the nonzero lanes.
+template <class Fmt, bool Stream, fp8_bf16 K, class Dst>
+LOWBIT_AVX2_INLINE void fp8_step32(const std::uint8_t* in, __m256i c, __m256 p, __m256i add,
+                                   const ::lowbit::kernels::avx2::detail::split_registers& split, Dst* out) {
+  using E = typename mx_element_traits<Fmt>::spec;
+  if constexpr (std::is_same<Dst, bfloat16>::value && K != fp8_bf16::product) {
+    __m256i w0, w1;
+    ::lowbit::kernels::avx2::detail::split32<E, K == fp8_bf16::affine>(c, split, &w0, &w1);
+    const __m256i magnitude = _mm256_set1_epi16(0x7FFF);
+    const __m256i z0 = _mm256_cmpeq_epi16(_mm256_and_si256(w0, magnitude), _mm256_setzero_si256());
+    const __m256i z1 = _mm256_cmpeq_epi16(_mm256_and_si256(w1, magnitude), _mm256_setzero_si256());
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_add_epi16(w0, _mm256_andnot_si256(z0, add)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 16), _mm256_add_epi16(w1, _mm256_andnot_si256(z1, add)));
+  } else if constexpr (mx_element_traits<Fmt>::is_int8) {
+    // Sign-extending loads (vpmovsxbd from memory), written out: GCC kept a loop of four with
+    // its counter on the stack (0.56x).
+    const auto at = [in](int k) { return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(in + 8 * k)); };
+    store8<Stream>(out, _mm256_mul_ps(widen_fp8<Fmt>(at(0)), p));
+    store8<Stream>(out + 8, _mm256_mul_ps(widen_fp8<Fmt>(at(1)), p));
+    store8<Stream>(out + 16, _mm256_mul_ps(widen_fp8<Fmt>(at(2)), p));
+    store8<Stream>(out + 24, _mm256_mul_ps(widen_fp8<Fmt>(at(3)), p));
+  } else {
+    // widen_fp8 on 32 codes: code << 8 in the words of bytes 0-7 and 16-23 (lo), 8-15 and 24-31 (hi).
+    __m256i lo = _mm256_unpacklo_epi8(_mm256_setzero_si256(), c);
+    __m256i hi = _mm256_unpackhi_epi8(_mm256_setzero_si256(), c);
+    if constexpr (std::is_same<E, formats::e4m3fn>::value) {
+      lo = _mm256_and_si256(_mm256_srai_epi16(lo, 1), _mm256_set1_epi16(static_cast<short>(0xBFFF)));
+      hi = _mm256_and_si256(_mm256_srai_epi16(hi, 1), _mm256_set1_epi16(static_cast<short>(0xBFFF)));
+    }
+    store8<Stream>(out, _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(lo)), p));
+    store8<Stream>(out + 8, _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(hi)), p));
+    store8<Stream>(out + 16, _mm256_mul_ps(_mm256_cvtph_ps(_mm256_extracti128_si256(lo, 1)), p));
+    store8<Stream>(out + 24, _mm256_mul_ps(_mm256_cvtph_ps(_mm256_extracti128_si256(hi, 1)), p));
+  }
+}
+
+// Block of bs elements (a multiple of 8) with scale exponent s in the fast range -> out, unless
+// one of its codes is NaN or Inf: then false, with out written in part.
+template <class Fmt, bool Stream, fp8_bf16 K, class Dst>
+LOWBIT_AVX2_INLINE bool fp8_block(const std::uint8_t* in, std::size_t bs, int s,
+                                  const ::lowbit::kernels::avx2::detail::split_registers& split, Dst* out) {
+  using E = typename mx_element_traits<Fmt>::spec;
+  constexpr bool is_int8 = mx_element_traits<Fmt>::is_int8;
+  constexpr int offset = is_int8 ? -6 : std::is_same<E, formats::e4m3fn>::value ? 8 : 0;
+  const __m256 p = _mm256_castsi256_ps(set1((s + offset + 127) << 23));
+  const __m256i add = _mm256_set1_epi16(static_cast<short>(s * 128));
+  std::size_t i = 0;
+  for (; i + 32 <= bs; i += 32) {
+    const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i));
+    if (!is_int8 && ::lowbit::kernels::avx2::detail::special_codes32<E>(c)) return false;
+    fp8_step32<Fmt, Stream, K>(in + i, c, p, add, split, out + i);
+  }
+  for (; i < bs; i += 8) {  // the last 8..24 of a block size that is not a multiple of 32
+    std::uint8_t codes[32] = {};
+    std::memcpy(codes, in + i, 8);
+    const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes));
+    if (!is_int8 && ::lowbit::kernels::avx2::detail::special_codes32<E>(c)) return false;
+    Dst part[32];
+    fp8_step32<Fmt, false, K>(codes, c, p, add, split, part);
+    std::memcpy(out + i, part, 8 * sizeof(Dst));
+  }
+  return true;
+}
+
+// MXFP8 and MXINT8: the blocks in the fast range (mx_fast_range) without NaN or Inf codes by
+// fp8_block, every other block by the reference (mx_block_outside), which writes all of it. The
+// inner loop holds no call, so its constants stay in registers from block to block.
+template <class Fmt, bool Stream, fp8_bf16 K, class Dst>
+LOWBIT_TARGET_AVX2 inline void fp8_blocks(const std::uint8_t* elements, const std::uint8_t* scales, std::size_t blocks,
+                                          const ::lowbit::mx_options& o, Dst* dst,
+                                          const ::lowbit::kernels::avx2::detail::split_registers& split) {
+  const std::size_t bs = o.block_size;
+  std::size_t b = 0;
+  while (b < blocks) {
+    for (; b < blocks; ++b) {
+      const int s = static_cast<int>(scales[b]) - 127;  // (the NaN scale 0xFF: s = 128, outside)
+      if (!mx_fast_range<Fmt>::holds(s) || !fp8_block<Fmt, Stream, K>(elements + b * bs, bs, s, split, dst + b * bs))
+        break;
+    }
+    if (b < blocks) {
+      mx_block_outside<Fmt>(elements + b * bs, scales[b], o, dst + b * bs);
+      ++b;
+    }
+  }
+}
+
 template <class Fmt, bool Stream, class Dst>
 LOWBIT_TARGET_AVX2 inline void mx_dequantize_fp8(const std::uint8_t* elements, const std::uint8_t* scales,
                                                  std::size_t blocks, const ::lowbit::mx_options& o, Dst* dst) {
-  const std::size_t bs = o.block_size;
-  constexpr bool is_int8 = mx_element_traits<Fmt>::is_int8;
-  constexpr bool e4m3 = !is_int8 && std::is_same<typename mx_element_traits<Fmt>::spec, formats::e4m3fn>::value;
-  // Scale exponents whose products are all normal floats (or Inf/NaN elements), and the power
-  // of two that undoes widen_fp8's offset.
-  constexpr int lo = is_int8 ? -120 : e4m3 ? -117 : -110;
-  constexpr int hi = is_int8 ? 126 : e4m3 ? 119 : 112;
-  constexpr int offset = is_int8 ? -6 : e4m3 ? 8 : 0;
-  [[maybe_unused]] ::lowbit::kernels::avx2::detail::split_registers split{};
-  [[maybe_unused]] bool split_ok = false;
-  if constexpr (!is_int8 && std::is_same<Dst, bfloat16>::value) {
+  namespace cv = ::lowbit::kernels::avx2::detail;
+  if constexpr (!mx_element_traits<Fmt>::is_int8 && std::is_same<Dst, bfloat16>::value) {
     using E = typename mx_element_traits<Fmt>::spec;
-    static_assert(::lowbit::kernels::avx2::detail::holds_exactly<E, formats::bfloat16>::value, "exact elements");
-    const auto& t = ::lowbit::kernels::avx2::detail::split_tables<E, formats::bfloat16>::get();
-    split = ::lowbit::kernels::avx2::detail::split_load(t);
-    split_ok = t.shift >= 0;
+    static_assert(cv::holds_exactly<E, formats::bfloat16>::value, "exact elements");
+    const auto& t = cv::split_tables<E, formats::bfloat16>::get();
+    const cv::split_registers split = cv::split_load(t);
+    if (t.shift >= 0) return fp8_blocks<Fmt, Stream, fp8_bf16::nibble>(elements, scales, blocks, o, dst, split);
+    if (t.affine_shift >= 0) return fp8_blocks<Fmt, Stream, fp8_bf16::affine>(elements, scales, blocks, o, dst, split);
   }
-  for (std::size_t b = 0; b < blocks; ++b) {
-    const std::uint8_t* in = elements + b * bs;
-    Dst* out = dst + b * bs;
-    const std::uint8_t sc = scales[b];
-    const int s = static_cast<int>(sc) - 127;
-    if (sc == 0xFF) {
-      fill_nan(out, bs);
-      continue;
-    }
-    if (s < lo || s > hi) {
-      dequantize_block_cold<Fmt>(in, sc, o, out);
-      continue;
-    }
-    const __m256 p = _mm256_castsi256_ps(set1((s + offset + 127) << 23));
-    bool nan_codes = false;
-    std::size_t i = 0;
-    if constexpr (!is_int8 && std::is_same<Dst, bfloat16>::value) {
-      // bfloat16 holds every element value exactly, and inside the fast range every product
-      // 2^s v exactly as a normal number: the element's bfloat16 (convert's split32 lookup) with s
-      // added to the exponent field of the nonzero lanes. Steps with a NaN or Inf code go on below.
-      using E = typename mx_element_traits<Fmt>::spec;
-      const __m256i add = _mm256_set1_epi16(static_cast<short>(s * 128));
-      const __m256i magnitude = _mm256_set1_epi16(0x7FFF);
-      for (; split_ok && i + 32 <= bs; i += 32) {
-        const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i));
-        if (::lowbit::kernels::avx2::detail::special_codes32<E>(c)) break;
-        __m256i w0, w1;
-        ::lowbit::kernels::avx2::detail::split32<E>(c, split, &w0, &w1);
-        const __m256i z0 = _mm256_cmpeq_epi16(_mm256_and_si256(w0, magnitude), _mm256_setzero_si256());
-        const __m256i z1 = _mm256_cmpeq_epi16(_mm256_and_si256(w1, magnitude), _mm256_setzero_si256());
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm256_add_epi16(w0, _mm256_andnot_si256(z0, add)));
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i + 16), _mm256_add_epi16(w1, _mm256_andnot_si256(z1, add)));
-      }
-    }
-    if constexpr (is_int8) {
-      // 32 elements per pass (a default block in one): a loop of one pass per block instead of
-      // four short ones, whose speed depended on where the linker happened to place them.
-      for (; i + 32 <= bs; i += 32) {
-        const __m128i x0 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(in + i));
-        const __m128i x1 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(in + i + 8));
-        const __m128i x2 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(in + i + 16));
-        const __m128i x3 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(in + i + 24));
-        store8<Stream>(out + i, _mm256_mul_ps(widen_fp8<Fmt>(x0), p));
-        store8<Stream>(out + i + 8, _mm256_mul_ps(widen_fp8<Fmt>(x1), p));
-        store8<Stream>(out + i + 16, _mm256_mul_ps(widen_fp8<Fmt>(x2), p));
-        store8<Stream>(out + i + 24, _mm256_mul_ps(widen_fp8<Fmt>(x3), p));
-      }
-    }
-    for (; i < bs; i += 8) {
-      const __m128i x = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(in + i));
-      if constexpr (!is_int8) {
-        const __m128i mag = _mm_and_si128(x, _mm_set1_epi8(0x7F));
-        const __m128i special = e4m3 ? _mm_cmpeq_epi8(mag, _mm_set1_epi8(0x7F)) : _mm_cmpgt_epi8(mag, _mm_set1_epi8(0x7C));
-        nan_codes = nan_codes || (_mm_movemask_epi8(special) & 0xFF) != 0;
-      }
-      store8<Stream>(out + i, _mm256_mul_ps(widen_fp8<Fmt>(x), p));
-    }
-    if (nan_codes) {
-      mx_fp8_nan_fixup<e4m3>(in, bs, out);  // (NaN codes decode to the quiet NaN with their sign)
-    }
-  }
+  fp8_blocks<Fmt, Stream, fp8_bf16::product>(elements, scales, blocks, o, dst, cv::split_registers{});
 }
 
 // Whether a dequantization writes its output with streaming stores: float output of at least
