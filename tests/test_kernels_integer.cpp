@@ -836,13 +836,16 @@ TEST(KernelsIntegerBulk, BfloatResultsSaturateLikeTheCodec) {
 // 2^119 are rounded by vcvtne2ps2bf16, the others as each value is): scales on both sides of each
 // bound, beside each other so that a pair of nibble groups mixes them, codes at 0 and at the top
 // of the range, integer zero-points at both ends, groups of 16, 32 and 48 (a partial lookup) and
-// INT8 rows of 40 (a partial step of 32).
+// INT8 rows of 40 (a partial step of 32). The same scales cover the AVX2 form for byte codes
+// (|s| < 2^119 rounded without the Inf check; 255 * 2^120 rounds to Inf, which the reference
+// saturates).
 TEST(KernelsIntegerBulk, BfloatResultsAtTheScaleBounds) {
   REQUIRE_AVX2();
   const float scales_seen[] = {0.0f, -0.0f, std::ldexp(1.0f, -126), -std::ldexp(1.0f, -126), from_bits(0x007FFFFF),
                                from_bits(1), std::nextafter(std::ldexp(1.0f, 119), 0.0f), std::ldexp(1.0f, 119),
                                -std::ldexp(1.0f, 119), std::nextafter(std::ldexp(1.0f, 123), 0.0f),
-                               std::ldexp(1.0f, 123), 1.5f, -3.25f, std::ldexp(1.0f, -100), 1e-38f};
+                               std::ldexp(1.0f, 123), 1.5f, -3.25f, std::ldexp(1.0f, -100), 1e-38f,
+                               std::ldexp(1.0f, 120), -std::nextafter(std::ldexp(1.0f, 121), 0.0f)};
   const std::size_t kinds = sizeof(scales_seen) / sizeof(scales_seen[0]);
   struct config {
     int_params p;

@@ -159,6 +159,12 @@ LOWBIT_TARGET_AVX2 inline std::size_t dequantize_groups_impl(const int_dequantiz
       } else {
         const dctx d = make_dctx(sv[k], zp, offsets, zf[k]);
         const std::uint8_t* codes = Nibbles ? j.codes + g * len / 2 : j.codes + g * len;
+        if constexpr (std::is_same<Out, std::uint16_t>::value) {
+          if (!offsets && tame_scale(sv[k])) {
+            dequantize_run<Nibbles, false, true>(codes, len, d, y + g * len);
+            continue;
+          }
+        }
         dequantize_run<Nibbles, Stream>(codes, len, d, y + g * len);
       }
     }
