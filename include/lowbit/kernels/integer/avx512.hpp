@@ -343,17 +343,20 @@ struct values_offset {
 };
 
 // bfloat16 bits of 16 finite-or-infinite values as avx2 to_bf16_bits rounds them (nearest even,
-// +-Inf and overflow to +-max).
+// +-Inf and overflow to +-max). Tame: values that cannot round to Inf (avx2 tame_scale), without
+// the check.
+template <bool Tame = false>
 LOWBIT_AVX512_INLINE __m256i to_bf16(__m512 v) {
   const __m512i b = _mm512_castps_si512(v);
   const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1));
   __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(b, _mm512_set1_epi32(0x7FFF)), lsb), 16);
+  if constexpr (Tame) return _mm512_cvtepi32_epi16(r);
   const __mmask16 inf = _mm512_cmpeq_epi32_mask(_mm512_and_si512(r, _mm512_set1_epi32(0x7FFF)), _mm512_set1_epi32(0x7F80));
   r = _mm512_mask_sub_epi32(r, inf, r, _mm512_set1_epi32(1));  // Inf -> max finite
   return _mm512_cvtepi32_epi16(r);
 }
 
-template <bool Stream>
+template <bool Stream, bool Tame = false>
 LOWBIT_AVX512_INLINE void put16(float* y, __m512 v) {
   if constexpr (Stream) {
     _mm512_stream_ps(y, v);
@@ -361,14 +364,19 @@ LOWBIT_AVX512_INLINE void put16(float* y, __m512 v) {
     _mm512_storeu_ps(y, v);
   }
 }
-template <bool Stream>
+// Tame: bfloat16 results that cannot round to Inf (to_bf16<true>).
+template <bool Stream, bool Tame = false>
 LOWBIT_AVX512_INLINE void put16(std::uint16_t* y, __m512 v) {
   static_assert(!Stream, "bfloat16 outputs are not streamed");
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(y), to_bf16(v));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(y), to_bf16<Tame>(v));
 }
-LOWBIT_AVX512_INLINE void put_masked(float* y, __mmask16 k, __m512 v) { _mm512_mask_storeu_ps(y, k, v); }
+template <bool Tame = false>
+LOWBIT_AVX512_INLINE void put_masked(float* y, __mmask16 k, __m512 v) {
+  _mm512_mask_storeu_ps(y, k, v);
+}
+template <bool Tame = false>
 LOWBIT_AVX512_INLINE void put_masked(std::uint16_t* y, __mmask16 k, __m512 v) {
-  _mm256_mask_storeu_epi16(y, k, to_bf16(v));
+  _mm256_mask_storeu_epi16(y, k, to_bf16<Tame>(v));
 }
 
 // 16 bytes of nibbles -> 32 codes, element order (avx2 load_nibbles on a register).
@@ -379,22 +387,23 @@ LOWBIT_AVX512_INLINE __m256i nibbles_of(__m128i x) {
   return _mm256_set_m128i(_mm_unpackhi_epi8(lo, hi), _mm_unpacklo_epi8(lo, hi));
 }
 
-// n codes (bytes, or nibbles from an even element position) of one group -> n results.
-template <bool Nibbles, bool Stream, class Out, class F>
+// n codes (bytes, or nibbles from an even element position) of one group -> n results. Tame:
+// bfloat16 results that cannot round to Inf.
+template <bool Nibbles, bool Stream, bool Tame = false, class Out, class F>
 LOWBIT_AVX512_INLINE void dequantize_run(const std::uint8_t* codes, std::size_t n, const F& f, Out* y) {
   std::size_t i = 0;
   for (; i + 32 <= n; i += 32) {
     const __m256i c = Nibbles ? nibbles_of(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + i / 2)))
                               : _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + i));
-    put16<Stream>(y + i, f(_mm256_castsi256_si128(c)));
-    put16<Stream>(y + i + 16, f(_mm256_extracti128_si256(c, 1)));
+    put16<Stream, Tame>(y + i, f(_mm256_castsi256_si128(c)));
+    put16<Stream, Tame>(y + i + 16, f(_mm256_extracti128_si256(c, 1)));
   }
   if (i < n) {  // 1..31 left: masked loads and stores
     const std::size_t m = n - i;
     const __m256i c = Nibbles ? nibbles_of(_mm_maskz_loadu_epi8(tail16((m + 1) / 2), codes + i / 2))
                               : _mm256_maskz_loadu_epi8(static_cast<__mmask32>((std::uint64_t{1} << m) - 1u), codes + i);
-    put_masked(y + i, tail16(m < 16 ? m : 16), f(_mm256_castsi256_si128(c)));
-    if (m > 16) put_masked(y + i + 16, tail16(m - 16), f(_mm256_extracti128_si256(c, 1)));
+    put_masked<Tame>(y + i, tail16(m < 16 ? m : 16), f(_mm256_castsi256_si128(c)));
+    if (m > 16) put_masked<Tame>(y + i + 16, tail16(m - 16), f(_mm256_extracti128_si256(c, 1)));
   }
 }
 
@@ -483,6 +492,9 @@ LOWBIT_AVX512_INLINE void dequantize_group(const int_dequantize_job& j, const a2
   }
   const values_zp f = zp_values(j, b, k);
   if constexpr (!Nibbles) {
+    if constexpr (std::is_same<Out, std::uint16_t>::value) {
+      if (a2::tame_scale(b.sv[k])) return dequantize_run<Nibbles, Stream, true>(codes, len, f, y + g * len);
+    }
     dequantize_run<Nibbles, Stream>(codes, len, f, y + g * len);
   } else if constexpr (std::is_same<Out, float>::value) {
     dequantize_nibbles<Stream>(codes, len, nibble_values(f), y + g * len);
