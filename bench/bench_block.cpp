@@ -10,7 +10,8 @@
 // standard deviation 1 (MX and NVFP4 scale per block, so the spread does not change the work); MX
 // blocks of 32 with the OCP defaults, NVFP4 two-level with the divisor tensor scale computed from
 // the data. block/<mxfp4|nvfp4>/<quantize|dequantize>_ggml[_via_planar]/...: ggml's interleaved
-// blocks, straight or through the planar arrays and the conversion (see ggml_quantize_bench).
+// blocks, straight or through the planar arrays and the conversion (see ggml_quantize_bench);
+// block/<mxfp4|nvfp4>/dequantize_ggml/bf16/...: straight into bfloat16.
 // docs/performance.md has the table and ratios.
 #include <benchmark/benchmark.h>
 
@@ -139,7 +140,8 @@ struct mxfp4_ggml {
   static lowbit::status quantize(const Src* x, std::size_t n, const options& o, block* b) {
     return lowbit::mxfp4_quantize_ggml(x, n, o, b);
   }
-  static lowbit::status dequantize(const block* b, std::size_t n, const options& o, float* y) {
+  template <class Dst>
+  static lowbit::status dequantize(const block* b, std::size_t n, const options& o, Dst* y) {
     return lowbit::mxfp4_dequantize_ggml(b, n, o, y);
   }
   static lowbit::status quantize_planar(const float* x, std::size_t n, const options& o, std::uint8_t* e,
@@ -166,7 +168,8 @@ struct nvfp4_ggml {
   static lowbit::status quantize(const Src* x, std::size_t n, const options& o, block* b) {
     return lowbit::nvfp4_quantize_ggml(x, n, o, b);
   }
-  static lowbit::status dequantize(const block* b, std::size_t n, const options& o, float* y) {
+  template <class Dst>
+  static lowbit::status dequantize(const block* b, std::size_t n, const options& o, Dst* y) {
     return lowbit::nvfp4_dequantize_ggml(b, n, o, y);
   }
   static lowbit::status quantize_planar(const float* x, std::size_t n, const options& o, std::uint8_t* e,
@@ -208,13 +211,13 @@ void ggml_quantize_bench(benchmark::State& state, std::size_t n, isa which, bool
   set_counters(state, n, n * sizeof(float) + n / G::per_block * sizeof(typename G::block));
 }
 
-template <class G>
+template <class G, class Dst = float>
 void ggml_dequantize_bench(benchmark::State& state, std::size_t n, isa which, bool via_planar) {
   auto src = make_input<float>(n);
   auto blocks = make_buffer<typename G::block>(n / G::per_block);
   auto el = make_buffer<std::uint8_t>(n / 2);
   auto sc = make_buffer<std::uint8_t>(G::scale_bytes(n));
-  auto dst = make_buffer<float>(n);
+  auto dst = make_buffer<Dst>(n);
   const typename G::options o{};
   {
     lowbit::scoped_isa fast(isa::avx2);
@@ -223,16 +226,21 @@ void ggml_dequantize_bench(benchmark::State& state, std::size_t n, isa which, bo
   lowbit::scoped_isa path(which);
   for (auto _ : state) {
     lowbit::status st;
-    if (via_planar) {
-      st = G::from_ggml(blocks.get(), n, el.get(), sc.get());
-      if (st) st = G::dequantize_planar(el.get(), sc.get(), n, o, dst.get());
-    } else {
+    if constexpr (std::is_same<Dst, float>::value) {
+      if (via_planar) {
+        st = G::from_ggml(blocks.get(), n, el.get(), sc.get());
+        if (st) st = G::dequantize_planar(el.get(), sc.get(), n, o, dst.get());
+      } else {
+        st = G::dequantize(blocks.get(), n, o, dst.get());
+      }
+    } else {  // (bfloat16: straight only)
+      (void)via_planar;
       st = G::dequantize(blocks.get(), n, o, dst.get());
     }
     benchmark::DoNotOptimize(st);
     benchmark::ClobberMemory();
   }
-  set_counters(state, n, n / G::per_block * sizeof(typename G::block) + n * sizeof(float));
+  set_counters(state, n, n / G::per_block * sizeof(typename G::block) + n * sizeof(Dst));
 }
 
 // scalar, avx2, and avx512 where the CPU has it and the operation has an AVX-512 kernel (every
@@ -310,6 +318,10 @@ bool register_all() {
                                  nvfp4_quantize_bench<lowbit::bfloat16>, n, which);
     benchmark::RegisterBenchmark(("block/nvfp4/dequantize/bf16" + suffix(which, n)).c_str(),
                                  nvfp4_dequantize_bench<lowbit::bfloat16>, n, which);
+    benchmark::RegisterBenchmark(("block/mxfp4/dequantize_ggml/bf16" + suffix(which, n)).c_str(),
+                                 ggml_dequantize_bench<mxfp4_ggml, lowbit::bfloat16>, n, which, false);
+    benchmark::RegisterBenchmark(("block/nvfp4/dequantize_ggml/bf16" + suffix(which, n)).c_str(),
+                                 ggml_dequantize_bench<nvfp4_ggml, lowbit::bfloat16>, n, which, false);
   }
   return true;
 }

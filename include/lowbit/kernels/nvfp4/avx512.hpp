@@ -14,8 +14,9 @@
 // With AVX512_BF16, dequantization into bfloat16 (planar) rounds each pair of blocks' 32
 // products once and looks the outputs up (nvfp4_decode32_bf16); vcvtne2ps2bf16 reads no MXCSR,
 // and the products it would round differently (subnormal, NaN, overflowing) take the F/BW path.
-// Without it, and from ggml's blocks, bfloat16 outputs run the AVX2 kernel, whose lookup of each
-// block's D and 1.5 D (nvfp4_pair_bf16) beats rounding every product here.
+// So does it from ggml's blocks, their pairs of sub-blocks in split halves. Without it, bfloat16
+// outputs run the AVX2 kernel, whose lookup of each block's D and 1.5 D (nvfp4_pair_bf16) beats
+// rounding every product here.
 #ifndef LOWBIT_KERNELS_NVFP4_AVX512_HPP
 #define LOWBIT_KERNELS_NVFP4_AVX512_HPP
 
@@ -296,7 +297,9 @@ LOWBIT_BLOCK512_INLINE __mmask16 tame_scales(__m512 d) {
   return _mm512_cmpge_epu32_mask(a, set1(0x01000000)) & _mm512_cmplt_epu32_mask(a, set1(0x7D800000));  // 2^-125, 2^124
 }
 
-// The lookup, from a pair's two tables of products.
+// The lookup, from a pair's two tables of products. Split: the pair is two sub-blocks of ggml's
+// block_nvfp4 (split halves: byte j holds element j and element j + 8).
+template <bool Split = false>
 LOWBIT_AVX512_BF16_INLINE void nvfp4_lookup32_bf16(const std::uint8_t* in, bfloat16* out, __m512 t0, __m512 t1) {
   const __m512i table = (__m512i)_mm512_cvtne2ps_pbh(t1, t0);
   // Word j of block A (B: word 16 + j): the low nibble of byte j / 2 for even j, the high one for
@@ -304,12 +307,21 @@ LOWBIT_AVX512_BF16_INLINE void nvfp4_lookup32_bf16(const std::uint8_t* in, bfloa
   // nibble in its high word; masked to the nibbles, B's (dwords 8..15) offset by 16.
   const __m512i d = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in)));
   const __m512i w = _mm512_ternarylogic_epi32(d, _mm512_slli_epi32(d, 12), set1(0x000F000F), 0xA8);  // (d | t) & 15
-  const __m512i index = _mm512_mask_or_epi32(w, 0xFF00, w, set1(0x00100010));
+  __m512i index = _mm512_mask_or_epi32(w, 0xFF00, w, set1(0x00100010));
+  if constexpr (Split) {
+    // Word j of a block is then byte j's low nibble (word 2j above) for j < 8, byte j - 8's high
+    // nibble (word 2(j - 8) + 1) from 8 on.
+    index = _mm512_permutexvar_epi16(_mm512_setr_epi32(0x00020000, 0x00060004, 0x000A0008, 0x000E000C, 0x00030001, 0x00070005,
+                                                       0x000B0009, 0x000F000D, 0x00120010, 0x00160014, 0x001A0018, 0x001E001C,
+                                                       0x00130011, 0x00170015, 0x001B0019, 0x001F001D),
+                                     index);
+  }
   _mm512_storeu_si512(out, _mm512_permutexvar_epi16(index, table));
 }
 
 // A pair whose scales were not found tame: returns false, having written nothing, where a table
 // holds a product the instruction would round differently.
+template <bool Split = false>
 LOWBIT_AVX512_BF16_INLINE bool nvfp4_decode32_bf16(const std::uint8_t* in, bfloat16* out, __m512 values, float d0,
                                                     float d1) {
   const __m512 t0 = _mm512_mul_ps(values, _mm512_set1_ps(d0));
@@ -320,7 +332,7 @@ LOWBIT_AVX512_BF16_INLINE bool nvfp4_decode32_bf16(const std::uint8_t* in, bfloa
   if ((_mm512_cmpgt_epi32_mask(_mm512_max_epi32(a0, a1), set1(0x7F7F7FFF)) |
        _mm512_mask_testn_epi32_mask(0xFEFE, a0, exponent) | _mm512_mask_testn_epi32_mask(0xFEFE, a1, exponent)) != 0)
     return false;
-  nvfp4_lookup32_bf16(in, out, t0, t1);
+  nvfp4_lookup32_bf16<Split>(in, out, t0, t1);
   return true;
 }
 
@@ -362,51 +374,89 @@ LOWBIT_TARGET_AVX512_BF16 inline void nvfp4_dequantize_bf16_impl(const In in_lay
 // (vpermt2d), the 0xFF test is one byte compare, and the eight 16-byte element loads sit at
 // constant offsets from the group pointer. Returns false when a ggml block holds the scale byte
 // 0xFF (nvfp4_dequantize_scalar): the blocks before that ggml block are written, no later one.
+// The scales D of the group of `count` blocks (a multiple of 4) at p into d_lane (and *d); returns
+// how many of its blocks to decode: count, or fewer where a ggml block holds the scale byte 0xFF
+// (then *stop).
+LOWBIT_BLOCK512_INLINE std::size_t ggml_group_scales(const std::uint8_t* p, std::size_t count,
+                                                     const ::lowbit::nvfp4_options& o, float* d_lane, __m512* d,
+                                                     bool* stop) {
+  const __m512i d_index = _mm512_setr_epi32(0, 9, 18, 27, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+  __m512i lo, hi;
+  if (count == 16) {
+    lo = _mm512_loadu_si512(p);
+    hi = _mm512_loadu_si512(p + 64);
+  } else {
+    const unsigned dwords = static_cast<unsigned>(count / 4 * 9);  // 9, 18 or 27
+    lo = _mm512_maskz_loadu_epi32(static_cast<__mmask16>(dwords >= 16 ? 0xFFFFu : (1u << dwords) - 1u), p);
+    hi = dwords > 16 ? _mm512_maskz_loadu_epi32(static_cast<__mmask16>((1u << (dwords - 16)) - 1u), p + 64)
+                     : _mm512_setzero_si512();
+  }
+  const __m128i sv = _mm512_castsi512_si128(_mm512_permutex2var_epi32(lo, d_index, hi));
+  const unsigned ff = _mm_cmpeq_epi8_mask(sv, _mm_set1_epi8(-1)) & (count == 16 ? 0xFFFFu : (1u << count) - 1u);
+  *stop = ff != 0;
+  if (ff != 0) count = static_cast<std::size_t>(__builtin_ctz(ff)) / 4 * 4;
+  const __m512i cc = _mm512_and_si512(_mm512_cvtepu8_epi32(sv), set1(0x7F));
+  const __m512i codes = _mm512_maskz_mov_epi32(_mm512_cmpneq_epi32_mask(cc, set1(0x7F)), cc);
+  const __m512 dec = decode_e4m3_16<true>(codes);
+  const __m512 t = _mm512_set1_ps(o.tensor_scale);
+  *d = nv_is_multiplier(o) ? _mm512_div_ps(dec, t) : _mm512_mul_ps(dec, t);
+  _mm512_store_ps(d_lane, *d);
+  return count;
+}
+
+// ggml's block_nvfp4 (d[4], qs[32]: 36 bytes), four ggml blocks (16 sub-blocks of 16) a group.
+// The planar-style loop above reads each group's 16 scale bytes with four scalar loads and
+// inserts, and derives each pair's address from the block index (b / 4 * 36 + ...): measured at
+// 0.69x of the planar kernel. Here the group's 144 bytes come as two 64-byte loads (masked in
+// the tail, so nothing past the last block is read) whose dwords 0, 9, 18, 27 are the four d[4]
+// (vpermt2d), the 0xFF test is one byte compare, and the eight 16-byte element loads sit at
+// constant offsets from the group pointer. Returns false when a ggml block holds the scale byte
+// 0xFF (nvfp4_dequantize_scalar): the blocks before that ggml block are written, no later one.
 template <bool Stream, class Dst>
 LOWBIT_TARGET_AVX512 inline bool nvfp4_dequantize_ggml_impl(const std::uint8_t* base, std::size_t blocks, Dst* dst,
                                                             const ::lowbit::nvfp4_options& o) {
   const __m512 values = e2m1_values16();
-  const __m512 t = _mm512_set1_ps(o.tensor_scale);
-  const bool multiplier = nv_is_multiplier(o);
-  const __m512i d_index = _mm512_setr_epi32(0, 9, 18, 27, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
   alignas(64) float d_lane[16];
   for (std::size_t g = 0; g < blocks; g += 16) {
-    std::size_t count = blocks - g < 16 ? blocks - g : 16;  // a multiple of 4
     const std::uint8_t* p = base + g / 4 * 36;
-    __m512i lo, hi;
-    if (count == 16) {
-      lo = _mm512_loadu_si512(p);
-      hi = _mm512_loadu_si512(p + 64);
-    } else {
-      const unsigned dwords = static_cast<unsigned>(count / 4 * 9);  // 9, 18 or 27
-      lo = _mm512_maskz_loadu_epi32(static_cast<__mmask16>(dwords >= 16 ? 0xFFFFu : (1u << dwords) - 1u), p);
-      hi = dwords > 16 ? _mm512_maskz_loadu_epi32(static_cast<__mmask16>((1u << (dwords - 16)) - 1u), p + 64)
-                       : _mm512_setzero_si512();
-    }
-    const __m128i sv = _mm512_castsi512_si128(_mm512_permutex2var_epi32(lo, d_index, hi));
     bool stop = false;
-    const unsigned ff = _mm_cmpeq_epi8_mask(sv, _mm_set1_epi8(-1)) & (count == 16 ? 0xFFFFu : (1u << count) - 1u);
-    if (ff != 0) {
-      count = static_cast<std::size_t>(__builtin_ctz(ff)) / 4 * 4;
-      if (count == 0) return false;
-      stop = true;
-    }
-    const __m512i cc = _mm512_and_si512(_mm512_cvtepu8_epi32(sv), set1(0x7F));
-    const __m512i codes = _mm512_maskz_mov_epi32(_mm512_cmpneq_epi32_mask(cc, set1(0x7F)), cc);
-    const __m512 dec = decode_e4m3_16<true>(codes);
-    _mm512_store_ps(d_lane, multiplier ? _mm512_div_ps(dec, t) : _mm512_mul_ps(dec, t));
+    __m512 d;
+    const std::size_t count = ggml_group_scales(p, blocks - g < 16 ? blocks - g : 16, o, d_lane, &d, &stop);
     Dst* out = dst + g * 16;
-    if (count == 16) {
-      for (std::size_t q = 0; q < 4; ++q) {
-        nvfp4_decode32<Stream, true>(p + 36 * q + 4, out + 64 * q, values, d_lane[4 * q], d_lane[4 * q + 1], true);
-        nvfp4_decode32<Stream, true>(p + 36 * q + 20, out + 64 * q + 32, values, d_lane[4 * q + 2],
-                                     d_lane[4 * q + 3], true);
+    for (std::size_t q = 0; q < count / 4; ++q) {
+      nvfp4_decode32<Stream, true>(p + 36 * q + 4, out + 64 * q, values, d_lane[4 * q], d_lane[4 * q + 1], true);
+      nvfp4_decode32<Stream, true>(p + 36 * q + 20, out + 64 * q + 32, values, d_lane[4 * q + 2], d_lane[4 * q + 3], true);
+    }
+    if (stop) return false;
+  }
+  return true;
+}
+
+// The same into bfloat16 with AVX512_BF16: each pair of sub-blocks as nvfp4_dequantize_bf16_impl
+// does a planar pair (the lookup's indices put in split-halves order by one more vpermw).
+LOWBIT_TARGET_AVX512_BF16 inline bool nvfp4_dequantize_ggml_bf16(const std::uint8_t* base, std::size_t blocks,
+                                                                 bfloat16* dst, const ::lowbit::nvfp4_options& o) {
+  const __m512 values = e2m1_values16();
+  alignas(64) float d_lane[16];
+  for (std::size_t g = 0; g < blocks; g += 16) {
+    const std::uint8_t* p = base + g / 4 * 36;
+    bool stop = false;
+    __m512 d;
+    const std::size_t count = ggml_group_scales(p, blocks - g < 16 ? blocks - g : 16, o, d_lane, &d, &stop);
+    const __mmask16 used = static_cast<__mmask16>((1u << count) - 1u);
+    bfloat16* out = dst + g * 16;
+    if ((tame_scales(d) & used) == used) {  // the common case, without the per-pair tests
+      for (std::size_t q = 0; q < count / 4; ++q) {
+        nvfp4_lookup32_bf16<true>(p + 36 * q + 4, out + 64 * q, _mm512_mul_ps(values, _mm512_set1_ps(d_lane[4 * q])),
+                                  _mm512_mul_ps(values, _mm512_set1_ps(d_lane[4 * q + 1])));
+        nvfp4_lookup32_bf16<true>(p + 36 * q + 20, out + 64 * q + 32, _mm512_mul_ps(values, _mm512_set1_ps(d_lane[4 * q + 2])),
+                                  _mm512_mul_ps(values, _mm512_set1_ps(d_lane[4 * q + 3])));
       }
     } else {
-      for (std::size_t q = 0; q < count / 4; ++q) {
-        nvfp4_decode32<Stream, true>(p + 36 * q + 4, out + 64 * q, values, d_lane[4 * q], d_lane[4 * q + 1], true);
-        nvfp4_decode32<Stream, true>(p + 36 * q + 20, out + 64 * q + 32, values, d_lane[4 * q + 2],
-                                     d_lane[4 * q + 3], true);
+      for (std::size_t k = 0; k < count; k += 2) {
+        const std::uint8_t* in = p + 36 * (k / 4) + 4 + 8 * (k % 4);
+        if (!nvfp4_decode32_bf16<true>(in, out + 16 * k, values, d_lane[k], d_lane[k + 1]))
+          nvfp4_decode32<false, true>(in, out + 16 * k, values, d_lane[k], d_lane[k + 1], true);
       }
     }
     if (stop) return false;
@@ -418,11 +468,13 @@ template <bool Stream, class Dst, class In>
 LOWBIT_TARGET_AVX512 inline bool nvfp4_dequantize_any(const In in, std::size_t blocks, Dst* dst,
                                                       const ::lowbit::nvfp4_options& o) {
   if constexpr (std::is_same<Dst, bfloat16>::value) {
-    // Into bfloat16: the vcvtne2ps2bf16 form, or else the AVX2 kernel's lookup of D and 1.5 D
+    // Into bfloat16: the vcvtne2ps2bf16 forms, or else the AVX2 kernel's lookup of D and 1.5 D
     // rounded once per block (6.1-6.8 G elem/s on Zen 4, where this file's F/BW rounding of
     // every product ran at 4.4-4.5).
-    if constexpr (!In::split) {
-      if (::lowbit::detail::use_avx512_bf16()) {
+    if (::lowbit::detail::use_avx512_bf16()) {
+      if constexpr (In::split) {
+        return nvfp4_dequantize_ggml_bf16(in.base, blocks, dst, o);
+      } else {
         nvfp4_dequantize_bf16_impl(in, blocks, dst, o);
         return true;
       }
