@@ -15,6 +15,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "../../core/bits.hpp"
 #include "../../core/cpu.hpp"
 #include "../../core/rounding.hpp"
 #include "../../core/status.hpp"
