@@ -737,8 +737,8 @@ LOWBIT_AVX2_INLINE __m256 widen_fp8(__m128i x) {
 // element codes (convert's split32), or the float32 product rounded (store8; exact too).
 enum class fp8_bf16 { nibble, affine, product };
 
-// 32 element bytes at in, loaded in c (MXFP8: none NaN or Inf), of a block with scale exponent s in the fast
-// range -> out. p: 2^(s + offset) as a float, undoing widen_fp8's offset; add: s * 128.
+// 32 element bytes at in, loaded in c (MXFP8: none NaN or Inf), of a block with scale exponent s
+// in the fast range -> out. p: 2^(s + offset) as a float, undoing widen_fp8's offset; add: s * 128.
 // float32: the exact widening times p. bfloat16 (bfloat16 holds every element value exactly, and
 // inside the fast range every product 2^s v exactly, as a normal number): the element's bfloat16
 // with s added to the exponent field of the nonzero lanes.

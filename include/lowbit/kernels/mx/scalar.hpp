@@ -403,23 +403,6 @@ inline void mx_dequantize_block(const std::uint8_t* elements, std::uint8_t scale
 namespace kernels {
 namespace block {
 
-// The SIMD FP8 dequantizers' fix-up of a block that held NaN codes (E4M3: magnitude 0x7F; E5M2:
-// above 0x7C): each such element becomes the quiet NaN with the code's sign (bfloat16: 0x7FFF),
-// as mx_dequantize_block writes it.
-template <bool E4M3, class Dst>
-inline void mx_fp8_nan_fixup(const std::uint8_t* in, std::size_t n, Dst* out) noexcept {
-  for (std::size_t j = 0; j < n; ++j) {
-    const unsigned mag = in[j] & 0x7Fu;
-    if (E4M3 ? mag == 0x7Fu : mag > 0x7Cu) {
-      if constexpr (std::is_same<Dst, float>::value) {
-        out[j] = lowbit::detail::bit_cast<float>(0x7FC00000u | (in[j] & 0x80u) << 24);
-      } else {
-        out[j] = bfloat16::from_bits(0x7FFF);
-      }
-    }
-  }
-}
-
 // f(std::integral_constant<rounding, RM>{}) for the element rounding of a block kernel: the
 // SIMD quantizers are compiled per mode. Stochastic rounding never reaches them (the bulk calls
 // keep it on the scalar loop), so it shares nearest-even's instance.
