@@ -366,20 +366,20 @@ LOWBIT_TARGET_AVX512_BF16 inline void nvfp4_dequantize_bf16_impl(const In in_lay
   }
 }
 
-// ggml's block_nvfp4 (d[4], qs[32]: 36 bytes), four ggml blocks (16 sub-blocks of 16) a group.
-// The planar-style loop above reads each group's 16 scale bytes with four scalar loads and
-// inserts, and derives each pair's address from the block index (b / 4 * 36 + ...): measured at
-// 0.69x of the planar kernel. Here the group's 144 bytes come as two 64-byte loads (masked in
-// the tail, so nothing past the last block is read) whose dwords 0, 9, 18, 27 are the four d[4]
-// (vpermt2d), the 0xFF test is one byte compare, and the eight 16-byte element loads sit at
-// constant offsets from the group pointer. Returns false when a ggml block holds the scale byte
-// 0xFF (nvfp4_dequantize_scalar): the blocks before that ggml block are written, no later one.
-// The scales D of the group of `count` blocks (a multiple of 4) at p into d_lane (and *d); returns
-// how many of its blocks to decode: count, or fewer where a ggml block holds the scale byte 0xFF
-// (then *stop).
-LOWBIT_BLOCK512_INLINE std::size_t ggml_group_scales(const std::uint8_t* p, std::size_t count,
-                                                     const ::lowbit::nvfp4_options& o, float* d_lane, __m512* d,
-                                                     bool* stop) {
+// A group of ggml's blocks (below): where it starts, how many of its sub-blocks to decode (all, or
+// fewer where a ggml block holds the scale byte 0xFF: then stop), and their scales D.
+struct ggml_group {
+  const std::uint8_t* p;
+  std::size_t count;
+  bool stop;
+  __m512 d;
+};
+
+// The group of sub-blocks g.. (g a multiple of 16) of `blocks`, its D also in d_lane.
+LOWBIT_BLOCK512_INLINE ggml_group ggml_group_at(const std::uint8_t* base, std::size_t g, std::size_t blocks,
+                                                const ::lowbit::nvfp4_options& o, float* d_lane) {
+  const std::uint8_t* p = base + g / 4 * 36;
+  std::size_t count = blocks - g < 16 ? blocks - g : 16;  // a multiple of 4
   const __m512i d_index = _mm512_setr_epi32(0, 9, 18, 27, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
   __m512i lo, hi;
   if (count == 16) {
@@ -393,15 +393,14 @@ LOWBIT_BLOCK512_INLINE std::size_t ggml_group_scales(const std::uint8_t* p, std:
   }
   const __m128i sv = _mm512_castsi512_si128(_mm512_permutex2var_epi32(lo, d_index, hi));
   const unsigned ff = _mm_cmpeq_epi8_mask(sv, _mm_set1_epi8(-1)) & (count == 16 ? 0xFFFFu : (1u << count) - 1u);
-  *stop = ff != 0;
   if (ff != 0) count = static_cast<std::size_t>(__builtin_ctz(ff)) / 4 * 4;
   const __m512i cc = _mm512_and_si512(_mm512_cvtepu8_epi32(sv), set1(0x7F));
   const __m512i codes = _mm512_maskz_mov_epi32(_mm512_cmpneq_epi32_mask(cc, set1(0x7F)), cc);
   const __m512 dec = decode_e4m3_16<true>(codes);
   const __m512 t = _mm512_set1_ps(o.tensor_scale);
-  *d = nv_is_multiplier(o) ? _mm512_div_ps(dec, t) : _mm512_mul_ps(dec, t);
-  _mm512_store_ps(d_lane, *d);
-  return count;
+  const __m512 d = nv_is_multiplier(o) ? _mm512_div_ps(dec, t) : _mm512_mul_ps(dec, t);
+  _mm512_store_ps(d_lane, d);
+  return {p, count, ff != 0, d};
 }
 
 // ggml's block_nvfp4 (d[4], qs[32]: 36 bytes), four ggml blocks (16 sub-blocks of 16) a group.
@@ -418,16 +417,14 @@ LOWBIT_TARGET_AVX512 inline bool nvfp4_dequantize_ggml_impl(const std::uint8_t* 
   const __m512 values = e2m1_values16();
   alignas(64) float d_lane[16];
   for (std::size_t g = 0; g < blocks; g += 16) {
-    const std::uint8_t* p = base + g / 4 * 36;
-    bool stop = false;
-    __m512 d;
-    const std::size_t count = ggml_group_scales(p, blocks - g < 16 ? blocks - g : 16, o, d_lane, &d, &stop);
+    const ggml_group gr = ggml_group_at(base, g, blocks, o, d_lane);
+    const std::uint8_t* p = gr.p;
     Dst* out = dst + g * 16;
-    for (std::size_t q = 0; q < count / 4; ++q) {
+    for (std::size_t q = 0; q < gr.count / 4; ++q) {
       nvfp4_decode32<Stream, true>(p + 36 * q + 4, out + 64 * q, values, d_lane[4 * q], d_lane[4 * q + 1], true);
       nvfp4_decode32<Stream, true>(p + 36 * q + 20, out + 64 * q + 32, values, d_lane[4 * q + 2], d_lane[4 * q + 3], true);
     }
-    if (stop) return false;
+    if (gr.stop) return false;
   }
   return true;
 }
@@ -439,27 +436,25 @@ LOWBIT_TARGET_AVX512_BF16 inline bool nvfp4_dequantize_ggml_bf16(const std::uint
   const __m512 values = e2m1_values16();
   alignas(64) float d_lane[16];
   for (std::size_t g = 0; g < blocks; g += 16) {
-    const std::uint8_t* p = base + g / 4 * 36;
-    bool stop = false;
-    __m512 d;
-    const std::size_t count = ggml_group_scales(p, blocks - g < 16 ? blocks - g : 16, o, d_lane, &d, &stop);
-    const __mmask16 used = static_cast<__mmask16>((1u << count) - 1u);
+    const ggml_group gr = ggml_group_at(base, g, blocks, o, d_lane);
+    const std::uint8_t* p = gr.p;
+    const __mmask16 used = static_cast<__mmask16>((1u << gr.count) - 1u);
     bfloat16* out = dst + g * 16;
-    if ((tame_scales(d) & used) == used) {  // the common case, without the per-pair tests
-      for (std::size_t q = 0; q < count / 4; ++q) {
+    if ((tame_scales(gr.d) & used) == used) {  // the common case, without the per-pair tests
+      for (std::size_t q = 0; q < gr.count / 4; ++q) {
         nvfp4_lookup32_bf16<true>(p + 36 * q + 4, out + 64 * q, _mm512_mul_ps(values, _mm512_set1_ps(d_lane[4 * q])),
                                   _mm512_mul_ps(values, _mm512_set1_ps(d_lane[4 * q + 1])));
         nvfp4_lookup32_bf16<true>(p + 36 * q + 20, out + 64 * q + 32, _mm512_mul_ps(values, _mm512_set1_ps(d_lane[4 * q + 2])),
                                   _mm512_mul_ps(values, _mm512_set1_ps(d_lane[4 * q + 3])));
       }
     } else {
-      for (std::size_t k = 0; k < count; k += 2) {
+      for (std::size_t k = 0; k < gr.count; k += 2) {
         const std::uint8_t* in = p + 36 * (k / 4) + 4 + 8 * (k % 4);
         if (!nvfp4_decode32_bf16<true>(in, out + 16 * k, values, d_lane[k], d_lane[k + 1]))
           nvfp4_decode32<false, true>(in, out + 16 * k, values, d_lane[k], d_lane[k + 1], true);
       }
     }
-    if (stop) return false;
+    if (gr.stop) return false;
   }
   return true;
 }
