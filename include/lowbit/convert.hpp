@@ -67,7 +67,7 @@ void encode_on(isa path, const From* src, T* dst, std::size_t n, const policy& p
 #if LOWBIT_HAS_AVX512_KERNELS
   if constexpr (kernels::avx512::can_encode<From, T>::value) {
     if (path >= isa::avx512 && kernels::avx512::covers<typename T::format>(p)) {
-      kernels::avx512::encode(src, dst, n, p);
+      kernels::avx512::encode(src, dst, n, p, random_bits);
       return;
     }
   }
@@ -97,7 +97,7 @@ void encode_packed_on(isa path, const From* src, std::uint8_t* dst, std::size_t 
 #if LOWBIT_HAS_AVX512_KERNELS
   if constexpr (kernels::avx512::can_encode<From, T>::value) {
     if (path >= isa::avx512 && kernels::avx512::covers<typename T::format>(p)) {
-      kernels::avx512::encode_packed<T>(src, dst, n, p);
+      kernels::avx512::encode_packed<T>(src, dst, n, p, random_bits);
       return;
     }
   }

@@ -63,6 +63,12 @@ struct w256 {
     const vi exact = _mm256_cmpeq_epi32(_mm256_and_si256(z, bits), _mm256_setzero_si256());
     return _mm256_add_epi32(n, _mm256_add_epi32(_mm256_or_si256(exact, keep), _mm256_set1_epi32(1)));  // -1 + 1: none
   }
+  // n + 1 in the lanes where sum < r (unsigned: the addition that gave sum, r plus something,
+  // carried out of 32 bits), n elsewhere.
+  static LOWBIT_AVX2_INLINE vi add1_where_carry(vi n, vi sum, vi r) {
+    const vi no_carry = _mm256_cmpeq_epi32(_mm256_max_epu32(sum, r), sum);
+    return _mm256_add_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(1)), no_carry);  // -1 + 1: none
+  }
   // t - constant in the lanes where a > b (signed), t elsewhere.
   static LOWBIT_AVX2_INLINE vi sub_where_gt(vi t, vi a, vi b, vi constant) {
     return _mm256_sub_epi32(t, _mm256_and_si256(_mm256_cmpgt_epi32(a, b), constant));
@@ -119,6 +125,9 @@ struct w512 {
   static LOWBIT_AVX512_INLINE vi add1_where_inexact(vi n, vi z, vi bits, mask keep) {
     const __mmask16 inexact = _mm512_test_epi32_mask(z, bits);
     return _mm512_mask_add_epi32(n, static_cast<__mmask16>(inexact & ~keep), n, set1(1));
+  }
+  static LOWBIT_AVX512_INLINE vi add1_where_carry(vi n, vi sum, vi r) {
+    return _mm512_mask_add_epi32(n, _mm512_cmplt_epu32_mask(sum, r), n, set1(1));
   }
   // Masked arithmetic: one instruction fewer than the AVX2 forms (32 registers hold the constants).
   static LOWBIT_AVX512_INLINE vi sub_where_gt(vi t, vi a, vi b, vi constant) {

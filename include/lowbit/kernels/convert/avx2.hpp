@@ -769,17 +769,6 @@ struct fast_path {
       F::has_subnormals && F::exponent_bits >= 4 && normal_range<F, RM>::rounding_supported;
 };
 
-template <class F, rounding RM>
-LOWBIT_AVX2_INLINE __m256i fast_code(__m256i t, __m256i r) {
-  using nr = normal_range<F, RM>;
-  const __m256i c = _mm256_srli_epi32(t, nr::S);
-  if constexpr (RM != rounding::stochastic) return c;
-  // Up when floor(discarded fraction * 2^32) + r carries out (codec.hpp's round_up).
-  const __m256i sum = _mm256_add_epi32(_mm256_slli_epi32(t, 32 - nr::S), r);
-  const __m256i no_carry = _mm256_cmpeq_epi32(_mm256_max_epu32(sum, r), sum);
-  return _mm256_add_epi32(_mm256_add_epi32(c, _mm256_set1_epi32(1)), no_carry);
-}
-
 template <class F, rounding RM, layout L>
 LOWBIT_AVX2_INLINE bool encode_block_fast(const __m256i x[4], const __m256i r[4], std::uint8_t* dst,
                                           const encode_vectors& v) {

@@ -7,6 +7,9 @@
 //    FP4 unpacked and packed, E8M0, float16, bfloat16) for round-to-nearest-even and toward-zero
 //    under simple policies (simple_setup: one limit, one NaN code; lowbit's default among them);
 //    16-bit sources are widened exactly to float32 as they are loaded (load16);
+//  - the same sources into FP8, float16 and bfloat16 under stochastic rounding (simple policies):
+//    the AVX2 kernel's path 2 over 64 lanes, its blocks taking the steps path 2 does not
+//    (encode_stochastic_at);
 //  - decoding the float16-twin formats (FP8, FP6 one code per byte or packed four in three
 //    bytes) into float32;
 //  - decoding FP4 (E2M1: one code per byte, and two per byte) with a 16-entry vpermd table, and
@@ -64,6 +67,7 @@ namespace kernels {
 namespace avx512 {
 namespace detail {
 
+using avx2::detail::code_form;
 using avx2::detail::direct_path;
 using avx2::detail::encode_setup;
 using avx2::detail::half_twin;
@@ -86,6 +90,7 @@ struct encode_vectors {
   __m512i limit_words, nan_words, sign_words;    // float16, bfloat16
   __m512i magnitude_bytes;                       // 0x7F (FNUZ: no sign on 0 and 0x80)
   bool nan_above_limit;                          // byte layouts: limit < 0xFF (encode_block)
+  const avx2::detail::encode_vectors* fallback = nullptr;  // stochastic rounding's (encode_stochastic_at)
 };
 
 LOWBIT_AVX512_INLINE encode_vectors vectors_of(const encode_setup& s) {
@@ -170,6 +175,55 @@ LOWBIT_AVX512_INLINE void store_bytes(std::uint8_t* dst, __m512i b) {
   }
 }
 
+// 64 magnitude codes c0..c3 (element 16k + j in lane j of c[k]; Form: the code itself, or the
+// code - 2^M), the negative lanes s0..s3 and |x| = a0..a3 -> layout L at dst: limited, signed, and
+// the NaN lanes given the NaN code (MayNaN: some input may be NaN; a0..a3 are read only then).
+template <class F, layout L, code_form Form, bool MayNaN>
+LOWBIT_AVX512_INLINE void finish_block(__m512i c0, __m512i c1, __m512i c2, __m512i c3, __mmask16 s0, __mmask16 s1,
+                                       __mmask16 s2, __mmask16 s3, __m512i a0, __m512i a1, __m512i a2, __m512i a3,
+                                       std::uint8_t* dst, const encode_vectors& v) {
+  constexpr int base = 1 << F::mantissa_bits;
+  if constexpr (L == layout::words) {
+    static_assert(F::is_signed && F::specials == special_values::ieee, "16-bit formats: float16 and bfloat16");
+    // packus: per 128-bit lane, 4 words of each; the qword permutation puts them in order.
+    const __m512i order = _mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7);
+    __m512i w0 = _mm512_permutexvar_epi64(order, _mm512_packus_epi32(c0, c1));  // saturates at 0xFFFF
+    __m512i w1 = _mm512_permutexvar_epi64(order, _mm512_packus_epi32(c2, c3));
+    if constexpr (Form == code_form::minus_base) {
+      w0 = _mm512_adds_epu16(w0, _mm512_set1_epi16(static_cast<short>(base)));
+      w1 = _mm512_adds_epu16(w1, _mm512_set1_epi16(static_cast<short>(base)));
+    }
+    w0 = _mm512_min_epu16(w0, v.limit_words);  // below 0x8000: the sign bit adds
+    w1 = _mm512_min_epu16(w1, v.limit_words);
+    w0 = _mm512_mask_add_epi16(w0, _mm512_kunpackw(s1, s0), w0, v.sign_words);
+    w1 = _mm512_mask_add_epi16(w1, _mm512_kunpackw(s3, s2), w1, v.sign_words);
+    if constexpr (MayNaN) {
+      store_words(dst, w0, w1, a0, a1, a2, a3, v);
+    } else {
+      _mm512_storeu_si512(dst, w0);
+      _mm512_storeu_si512(dst + 64, w1);
+    }
+  } else {
+    __m512i b = bytes_of_codes(c0, c1, c2, c3);
+    if constexpr (Form == code_form::minus_base) b = _mm512_adds_epu8(b, _mm512_set1_epi8(static_cast<char>(base)));
+    // A NaN's code is at least 0x100 in every byte format (its exponent field is all ones; the
+    // codes stay below 0x8000, so the packs saturate it to 0xFF): under a limit below 0xFF, one
+    // byte compare says whether a lane might be NaN, and only then (NaN, Inf or overflow in the
+    // block) do the three maxima and the compare run.
+    const bool maybe_nan = MayNaN && (!v.nan_above_limit || _mm512_cmpgt_epu8_mask(b, v.limit_bytes) != 0);
+    b = _mm512_min_epu8(b, v.limit_bytes);
+    if constexpr (F::is_signed) {
+      __mmask64 neg = _mm512_kunpackd(_mm512_kunpackw(s3, s2), _mm512_kunpackw(s1, s0));
+      // FNUZ: no sign on 0 (no negative zero) nor on 0x80 (the NaN code non-saturating overflow
+      // gives, which absorbs the sign). Every other magnitude code is below the sign bit.
+      if constexpr (!F::has_negative_zero) neg = _mm512_mask_test_epi8_mask(neg, b, v.magnitude_bytes);
+      b = _mm512_mask_add_epi8(b, neg, b, v.sign_bytes);
+    }
+    if (maybe_nan && any_nan(a0, a1, a2, a3, v)) b = _mm512_mask_mov_epi8(b, nan_lanes(a0, a1, a2, a3, v), v.nan_bytes);
+    store_bytes<L>(dst, b);
+  }
+}
+
 // 64 float32 bit patterns x[0..3] (element 16k + j in lane j of x[k]) -> layout L at dst.
 template <class F, rounding RM, layout L>
 LOWBIT_AVX512_INLINE void encode_block(__m512i x0, __m512i x1, __m512i x2, __m512i x3, std::uint8_t* dst,
@@ -197,35 +251,7 @@ LOWBIT_AVX512_INLINE void encode_block(__m512i x0, __m512i x1, __m512i x2, __m51
   const __m512i c1 = codes16<F, RM>(x1, v, &s1, &a1);
   const __m512i c2 = codes16<F, RM>(x2, v, &s2, &a2);
   const __m512i c3 = codes16<F, RM>(x3, v, &s3, &a3);
-  if constexpr (L == layout::words) {
-    static_assert(F::is_signed && F::specials == special_values::ieee, "16-bit formats: float16 and bfloat16");
-    // packus: per 128-bit lane, 4 words of each; the qword permutation puts them in order.
-    const __m512i order = _mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7);
-    __m512i w0 = _mm512_permutexvar_epi64(order, _mm512_packus_epi32(c0, c1));  // saturates at 0xFFFF
-    __m512i w1 = _mm512_permutexvar_epi64(order, _mm512_packus_epi32(c2, c3));
-    w0 = _mm512_min_epu16(w0, v.limit_words);  // below 0x8000: the sign bit adds
-    w1 = _mm512_min_epu16(w1, v.limit_words);
-    w0 = _mm512_mask_add_epi16(w0, _mm512_kunpackw(s1, s0), w0, v.sign_words);
-    w1 = _mm512_mask_add_epi16(w1, _mm512_kunpackw(s3, s2), w1, v.sign_words);
-    store_words(dst, w0, w1, a0, a1, a2, a3, v);
-  } else {
-    __m512i b = bytes_of_codes(c0, c1, c2, c3);
-    // A NaN's code is at least 0x100 in every byte format (its exponent field is all ones; the
-    // codes stay below 0x8000, so the packs saturate it to 0xFF): under a limit below 0xFF, one
-    // byte compare says whether a lane might be NaN, and only then (NaN, Inf or overflow in the
-    // block) do the three maxima and the compare run.
-    const bool maybe_nan = !v.nan_above_limit || _mm512_cmpgt_epu8_mask(b, v.limit_bytes) != 0;
-    b = _mm512_min_epu8(b, v.limit_bytes);
-    if constexpr (F::is_signed) {
-      __mmask64 neg = _mm512_kunpackd(_mm512_kunpackw(s3, s2), _mm512_kunpackw(s1, s0));
-      // FNUZ: no sign on 0 (no negative zero) nor on 0x80 (the NaN code non-saturating overflow
-      // gives, which absorbs the sign). Every other magnitude code is below the sign bit.
-      if constexpr (!F::has_negative_zero) neg = _mm512_mask_test_epi8_mask(neg, b, v.magnitude_bytes);
-      b = _mm512_mask_add_epi8(b, neg, b, v.sign_bytes);
-    }
-    if (maybe_nan && any_nan(a0, a1, a2, a3, v)) b = _mm512_mask_mov_epi8(b, nan_lanes(a0, a1, a2, a3, v), v.nan_bytes);
-    store_bytes<L>(dst, b);
-  }
+  finish_block<F, L, code_form::exact, true>(c0, c1, c2, c3, s0, s1, s2, s3, a0, a1, a2, a3, dst, v);
 }
 
 // 16 source elements -> their float32 bit patterns: float32 as it is, bfloat16 by a shift, float16
@@ -246,9 +272,61 @@ LOWBIT_AVX512_INLINE __m512i load16(const float16* p, __mmask16 k) {
   return _mm512_castps_si512(_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(k, p)));
 }
 
+// ------------------------------------------------------------------------------------------------
+// Stochastic rounding: avx2.hpp's path 2 (fast_path: FP8, float16, bfloat16) over 64 lanes. A
+// step whose inputs are not all in [2^min_exponent, Inf] (a NaN, a zero, a value below the normal
+// range) is encoded by the AVX2 kernel's blocks instead (its path 2 for each 32 that qualifies,
+// its path 3 for the others), out of line, so that the loop keeps its registers.
+
+// The random bits of a call without any (all zero, as the reference reads a null pointer).
+inline constexpr std::uint32_t no_random_bits[64] = {};
+
+// 16 float32 bit patterns x and their random bits r -> path 2's codes minus 2^M; the negative
+// lanes as a mask, and t = normal_t folded into *top (unsigned maximum).
+template <class F>
+LOWBIT_AVX512_INLINE __m512i stochastic_codes16(__m512i x, const std::uint32_t* r, const encode_vectors& v,
+                                                __mmask16* neg, __m512i* top) {
+  using nr = normal_range<F, rounding::stochastic>;
+  *neg = _mm512_movepi32_mask(x);
+  const __m512i t = normal_t<F, rounding::stochastic>(_mm512_and_si512(x, v.abs_mask),
+                                                      _mm512_set1_epi32(static_cast<int>(nr::bias - nr::mn)));
+  *top = _mm512_max_epu32(*top, t);
+  return fast_code<F, rounding::stochastic>(t, _mm512_loadu_si512(r));
+}
+
+template <class F, layout L, class From>
+LOWBIT_TARGET_AVX2 LOWBIT_NOINLINE void stochastic_fallback(const From* src, const std::uint32_t* r, std::uint8_t* dst,
+                                                            const avx2::detail::encode_vectors& v) noexcept {
+  const avx2::detail::reader<From> read;
+  avx2::detail::encode_block<F, rounding::stochastic, false, L>(read, src, r, dst, v);
+  avx2::detail::encode_block<F, rounding::stochastic, false, L>(read, src + 32, r + 32, dst + layout_bytes<L>(32), v);
+}
+
+// 64 elements at src, their random bits at r -> layout L at dst.
+template <class F, layout L, class From>
+LOWBIT_AVX512_INLINE void encode_stochastic_at(const From* src, const std::uint32_t* r, std::uint8_t* dst,
+                                               const encode_vectors& v) {
+  using nr = normal_range<F, rounding::stochastic>;
+  __mmask16 s0, s1, s2, s3;
+  __m512i top = _mm512_setzero_si512();
+  const __m512i c0 = stochastic_codes16<F>(load16(src), r, v, &s0, &top);
+  const __m512i c1 = stochastic_codes16<F>(load16(src + 16), r + 16, v, &s1, &top);
+  const __m512i c2 = stochastic_codes16<F>(load16(src + 32), r + 32, v, &s2, &top);
+  const __m512i c3 = stochastic_codes16<F>(load16(src + 48), r + 48, v, &s3, &top);
+  // A NaN has t above t(Inf), a value below the normal range a negative t (avx2.hpp: fast_path).
+  if (_mm512_cmpgt_epu32_mask(top, _mm512_set1_epi32(static_cast<int>(nr::t_inf))) != 0)
+    return stochastic_fallback<F, L>(src, r, dst, *v.fallback);
+  finish_block<F, L, code_form::minus_base, false>(c0, c1, c2, c3, s0, s1, s2, s3, top, top, top, top, dst, v);
+}
+
+// 64 elements at src -> layout L at dst; r: their random bits (stochastic rounding only).
 template <class F, rounding RM, layout L, class From>
-LOWBIT_AVX512_INLINE void encode_at(const From* src, std::uint8_t* dst, const encode_vectors& v) {
-  encode_block<F, RM, L>(load16(src), load16(src + 16), load16(src + 32), load16(src + 48), dst, v);
+LOWBIT_AVX512_INLINE void encode_at(const From* src, const std::uint32_t* r, std::uint8_t* dst,
+                                    const encode_vectors& v) {
+  if constexpr (RM == rounding::stochastic)
+    encode_stochastic_at<F, L>(src, r, dst, v);
+  else
+    encode_block<F, RM, L>(load16(src), load16(src + 16), load16(src + 32), load16(src + 48), dst, v);
 }
 
 // The cache lines of 64 source elements from p on.
@@ -258,10 +336,17 @@ LOWBIT_AVX512_INLINE void prefetch64(const From* p) {
   for (std::size_t line = 0; line < sizeof(From); ++line) _mm_prefetch(b + 64 * line, _MM_HINT_T0);
 }
 
+// Element i's random bits: rb + i, or zeros where the call has none (rb null).
+inline const std::uint32_t* random_at(const std::uint32_t* rb, std::size_t i) noexcept {
+  return rb != nullptr ? rb + i : no_random_bits;
+}
+
 // Elements [0, n) of src into dst; Stream: whole chunks through an L1 staging buffer and
-// non-temporal stores (dst and every chunk 32-byte aligned: avx2's encode_stream_start).
+// non-temporal stores (dst and every chunk 32-byte aligned: avx2's encode_stream_start). rb: the
+// random bits of stochastic rounding (null: all zero), unread under the other modes.
 template <class F, rounding RM, layout L, bool Stream, class From>
-LOWBIT_AVX512_INLINE void encode_range(const From* src, std::uint8_t* dst, std::size_t n, const encode_vectors& v) {
+LOWBIT_AVX512_INLINE void encode_range(const From* src, std::uint8_t* dst, std::size_t n, const encode_vectors& v,
+                                       const std::uint32_t* rb = nullptr) {
   constexpr std::size_t ahead = LOWBIT_PREFETCH_BYTES / sizeof(From);
   constexpr std::size_t chunk = avx2::detail::stream_chunk;
   static_assert(chunk % 64 == 0, "whole steps");
@@ -272,7 +357,8 @@ LOWBIT_AVX512_INLINE void encode_range(const From* src, std::uint8_t* dst, std::
     for (; i + chunk + ahead <= n; i += chunk) {
       for (std::size_t b = 0; b < chunk; b += 64) {
         prefetch64(src + i + b + ahead);
-        encode_at<F, RM, L>(src + i + b, stage + layout_bytes<L>(b), v);
+        if (RM == rounding::stochastic && rb != nullptr) prefetch64(rb + i + b + ahead);
+        encode_at<F, RM, L>(src + i + b, random_at(rb, i + b), stage + layout_bytes<L>(b), v);
       }
       std::uint8_t* out = dst + layout_bytes<L>(i);
       for (std::size_t k = 0; k < sizeof stage; k += 32)
@@ -282,19 +368,30 @@ LOWBIT_AVX512_INLINE void encode_range(const From* src, std::uint8_t* dst, std::
   }
   for (; i + 64 + ahead <= n; i += 64) {
     prefetch64(src + i + ahead);
-    encode_at<F, RM, L>(src + i, dst + layout_bytes<L>(i), v);
+    if (RM == rounding::stochastic && rb != nullptr) prefetch64(rb + i + ahead);
+    encode_at<F, RM, L>(src + i, random_at(rb, i), dst + layout_bytes<L>(i), v);
   }
-  for (; i + 64 <= n; i += 64) encode_at<F, RM, L>(src + i, dst + layout_bytes<L>(i), v);
+  for (; i + 64 <= n; i += 64) encode_at<F, RM, L>(src + i, random_at(rb, i), dst + layout_bytes<L>(i), v);
   if (i < n) {
-    // Masked loads: zeros past the end, which encode to code 0 (a shared last byte stays clean).
     const std::size_t m = n - i;
+    alignas(64) std::uint8_t d[128];
+    if constexpr (RM == rounding::stochastic) {
+      // Zero-padded copies (the fallback reads the inputs again from memory).
+      From in[64] = {};
+      std::uint32_t r[64] = {};
+      std::memcpy(static_cast<void*>(in), src + i, m * sizeof(From));
+      std::memcpy(r, random_at(rb, i), m * sizeof(std::uint32_t));
+      encode_stochastic_at<F, L>(in, r, d, v);
+      std::memcpy(dst + layout_bytes<L>(i), d, layout_bytes<L>(m));
+      return;
+    }
+    // Masked loads: zeros past the end, which encode to code 0 (a shared last byte stays clean).
     __m512i x[4];
     for (std::size_t k = 0; k < 4; ++k) {
       const std::size_t have = m > 16 * k ? m - 16 * k : 0;
       const __mmask16 mask = have >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << have) - 1u);
       x[k] = load16(src + i + 16 * k, mask);
     }
-    alignas(64) std::uint8_t d[128];
     encode_block<F, RM, L>(x[0], x[1], x[2], x[3], d, v);
     std::memcpy(dst + layout_bytes<L>(i), d, layout_bytes<L>(m));
   }
@@ -361,36 +458,50 @@ LOWBIT_TARGET_AVX512_BF16 void encode_bf16_loop(const float* src, std::uint8_t* 
 }
 
 template <class F, rounding RM, layout L, class From>
-LOWBIT_TARGET_AVX512 void encode_loop(const From* src, std::uint8_t* dst, std::size_t n,
-                                      const encode_setup& setup) noexcept {
-  const encode_vectors v = vectors_of(setup);
+LOWBIT_TARGET_AVX512 void encode_loop(const From* src, std::uint8_t* dst, std::size_t n, const encode_setup& setup,
+                                      const std::uint32_t* rb) noexcept {
+  encode_vectors v = vectors_of(setup);
+  avx2::detail::encode_vectors fallback;
+  if constexpr (RM == rounding::stochastic) {
+    fallback = avx2::detail::broadcast(setup);
+    v.fallback = &fallback;
+  }
   const std::size_t m = avx2::detail::encode_stream_start<L, From>(dst, n);
   if constexpr (std::is_same<F, formats::bfloat16>::value && RM == rounding::nearest_even &&
                 std::is_same<From, float>::value) {
     if (m == n && ::lowbit::detail::use_avx512_bf16()) return encode_bf16_loop<F>(src, dst, n, v);
   }
   if (m < n) {
-    encode_range<F, RM, L, false>(src, dst, m, v);
-    encode_range<F, RM, L, true>(src + m, dst + layout_bytes<L>(m), n - m, v);
+    encode_range<F, RM, L, false>(src, dst, m, v, rb);
+    encode_range<F, RM, L, true>(src + m, dst + layout_bytes<L>(m), n - m, v, rb != nullptr ? rb + m : nullptr);
     _mm_sfence();
     return;
   }
-  encode_range<F, RM, L, false>(src, dst, n, v);
+  encode_range<F, RM, L, false>(src, dst, n, v, rb);
 }
 
 template <class F, rounding RM, layout L, class From>
-void encode_mode(const From* src, std::uint8_t* dst, std::size_t n, const policy& p) noexcept {
+void encode_mode(const From* src, std::uint8_t* dst, std::size_t n, const policy& p, const std::uint32_t* rb) noexcept {
   encode_setup s = avx2::detail::make_setup<F>(p);
-  avx2::detail::make_direct_setup<F, RM>(s);
-  // vcvtps2dq rounds as MXCSR.RC says; both conversions raise the precision flag.
-  const ieee_scope_traceless env;
-  encode_loop<F, RM, L>(src, dst, n, s);
+  if constexpr (RM == rounding::stochastic) {
+    s.t_top = normal_range<F, RM>::t_inf;  // integer arithmetic only: no MXCSR to set
+    encode_loop<F, RM, L>(src, dst, n, s, rb);
+  } else {
+    avx2::detail::make_direct_setup<F, RM>(s);
+    // vcvtps2dq rounds as MXCSR.RC says; both conversions raise the precision flag.
+    const ieee_scope_traceless env;
+    encode_loop<F, RM, L>(src, dst, n, s, nullptr);
+  }
 }
 
 template <class F, layout L, class From>
-void encode_dispatch(const From* src, std::uint8_t* dst, std::size_t n, const policy& p) noexcept {
-  if (p.rm == rounding::toward_zero) return encode_mode<F, rounding::toward_zero, L>(src, dst, n, p);
-  encode_mode<F, rounding::nearest_even, L>(src, dst, n, p);
+void encode_dispatch(const From* src, std::uint8_t* dst, std::size_t n, const policy& p,
+                     const std::uint32_t* random_bits) noexcept {
+  if constexpr (avx2::detail::fast_path<F, rounding::stochastic>::available) {
+    if (p.rm == rounding::stochastic) return encode_mode<F, rounding::stochastic, L>(src, dst, n, p, random_bits);
+  }
+  if (p.rm == rounding::toward_zero) return encode_mode<F, rounding::toward_zero, L>(src, dst, n, p, nullptr);
+  encode_mode<F, rounding::nearest_even, L>(src, dst, n, p, nullptr);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -976,30 +1087,35 @@ struct can_encode<From, minifloat<F>>
                                        detail::direct_path<F, rounding::nearest_even>::available &&
                                        detail::direct_path<F, rounding::toward_zero>::available> {};
 
-// The policies the encoders take: nearest-even or toward zero, simple (one limit, one NaN code),
+// The policies the encoders take: nearest-even or toward zero (and stochastic rounding into the
+// formats of the AVX2 kernel's path 2: FP8, float16, bfloat16), simple (one limit, one NaN code),
 // and what the AVX2 kernels take (avx2::supports_policy).
 template <class F>
 inline bool covers(const policy& p) noexcept {
-  return (p.rm == rounding::nearest_even || p.rm == rounding::toward_zero) && avx2::supports_policy<F>(p) &&
-         avx2::detail::simple_setup(avx2::detail::make_setup<F>(p));
+  const bool mode = p.rm == rounding::nearest_even || p.rm == rounding::toward_zero ||
+                    (p.rm == rounding::stochastic && avx2::detail::fast_path<F, rounding::stochastic>::available);
+  return mode && avx2::supports_policy<F>(p) && avx2::detail::simple_setup(avx2::detail::make_setup<F>(p));
 }
 
 template <class F>
 struct can_decode : std::integral_constant<bool, detail::half_twin<F>::value || detail::table_format<F>::value ||
                                                      detail::exponent_format<F>::value> {};
 
+// random_bits: one per element under rounding::stochastic (null: all zero), else unread.
 template <class From, class T>
-void encode(const From* src, T* dst, std::size_t n, const policy& p) noexcept {
+void encode(const From* src, T* dst, std::size_t n, const policy& p, const std::uint32_t* random_bits) noexcept {
   using F = typename T::format;
   static_assert(can_encode<From, T>::value, "no AVX-512 kernel for this pair");
-  detail::encode_dispatch<F, avx2::detail::layout_of<F>()>(src, reinterpret_cast<std::uint8_t*>(dst), n, p);
+  detail::encode_dispatch<F, avx2::detail::layout_of<F>()>(src, reinterpret_cast<std::uint8_t*>(dst), n, p,
+                                                           random_bits);
 }
 
 template <class T, class From>
-void encode_packed(const From* src, std::uint8_t* dst, std::size_t n, const policy& p) noexcept {
+void encode_packed(const From* src, std::uint8_t* dst, std::size_t n, const policy& p,
+                   const std::uint32_t* random_bits) noexcept {
   using F = typename T::format;
   static_assert(can_encode<From, T>::value && F::bits <= 8, "no AVX-512 kernel for this pair");
-  detail::encode_dispatch<F, avx2::detail::packed_layout_of<F>()>(src, dst, n, p);
+  detail::encode_dispatch<F, avx2::detail::packed_layout_of<F>()>(src, dst, n, p, random_bits);
 }
 
 template <class F>

@@ -37,6 +37,17 @@ LOWBIT_VEC_INLINE V::vi direct_code(V::vi a, V::vi d0, V::vi d1, V::vi d2) {
   }
 }
 
+// Path 2's code of t = normal_t (avx2.hpp: fast_path), minus 2^M: t >> S, plus one under
+// stochastic rounding where floor(discarded fraction * 2^32) + r carries out (codec.hpp's
+// round_up).
+template <class F, rounding RM>
+LOWBIT_VEC_INLINE V::vi fast_code(V::vi t, V::vi r) {
+  using nr = normal_range<F, RM>;
+  const V::vi c = V::template srli<nr::S>(t);
+  if constexpr (RM != rounding::stochastic) return c;
+  return V::add1_where_carry(c, V::add(V::template slli<32 - nr::S>(t), r), r);
+}
+
 // The magnitude code of |x| * 2^-s for an MX element (kernels/mx/avx2.hpp, mx_direct, says why it
 // is exact there): path 1 on max(|x| - (s << 23), 0), saturated at the largest finite code.
 // s23: s << 23. Its constants are built here: the MX kernels' block loops keep them in registers.
