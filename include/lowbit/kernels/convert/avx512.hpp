@@ -11,7 +11,7 @@
 //    the AVX2 kernel's path 2 over 64 lanes, its blocks taking the steps path 2 does not
 //    (encode_stochastic_at);
 //  - decoding the float16-twin formats (FP8, FP6 one code per byte or packed four in three
-//    bytes) into float32;
+//    bytes), and float16 and bfloat16 themselves (decode_halves_loop), into float32;
 //  - decoding FP4 (E2M1: one code per byte, and two per byte) with a 16-entry vpermd table, and
 //    E8M0 (code << 23, codes 0 and 0xFF from the scalar decoder) into float32;
 //  - with AVX-512 VBMI (use_avx512_vbmi), decoding FP8 and FP6 (unpacked and packed) into
@@ -627,6 +627,76 @@ LOWBIT_TARGET_AVX512 void decode_loop(const std::uint8_t* src, float* dst, std::
   }
 }
 
+// float16 and bfloat16 into float32, 64 values a step: vcvtph2ps (exact; it ignores MXCSR.DAZ)
+// or the bfloat16 shift, each NaN made the quiet NaN with its sign and no payload, as the scalar
+// decode does. One unsigned maximum of the 64 magnitudes says whether a step holds a NaN; only
+// then are its NaN words replaced by the canonical one (float16 0x7E00, bfloat16 0x7FC0), whose
+// widening is 0x7FC00000.
+template <class F>
+struct half_bits {
+  static constexpr bool binary16 = std::is_same<F, formats::binary16>::value;
+  static constexpr short inf = binary16 ? 0x7C00 : 0x7F80;
+  static constexpr short quiet = binary16 ? 0x7E00 : 0x7FC0;
+};
+
+template <class F>
+LOWBIT_AVX512_INLINE __m512i canonical_nan_words(__m512i w, __mmask32 nan) {
+  const __m512i quiet = _mm512_or_si512(_mm512_and_si512(w, _mm512_set1_epi16(static_cast<short>(0x8000))),
+                                        _mm512_set1_epi16(half_bits<F>::quiet));
+  return _mm512_mask_mov_epi16(w, nan, quiet);
+}
+
+// 16 patterns (a ymm of words) -> their float32 patterns.
+template <class F>
+LOWBIT_AVX512_INLINE __m512i f32_from_half_words(__m256i w) {
+  if constexpr (half_bits<F>::binary16)
+    return _mm512_castps_si512(_mm512_cvtph_ps(w));
+  else
+    return _mm512_slli_epi32(_mm512_cvtepu16_epi32(w), 16);
+}
+
+// Elements [i, n) of a decoding of 16-bit patterns.
+template <class F, bool Stream>
+LOWBIT_AVX512_INLINE void decode_halves_range(const std::uint16_t* src, float* dst, std::size_t i, std::size_t n) {
+  const __m512i magnitude = _mm512_set1_epi16(0x7FFF);
+  const __m512i inf = _mm512_set1_epi16(half_bits<F>::inf);
+  for (; i < n; i += 64) {
+    const std::size_t m = n - i;
+    const __mmask32 in0 = m >= 32 ? ~__mmask32{0} : static_cast<__mmask32>((std::uint64_t{1} << m) - 1u);
+    const __mmask32 in1 = m >= 64 ? ~__mmask32{0} : m <= 32 ? __mmask32{0} : static_cast<__mmask32>((std::uint64_t{1} << (m - 32)) - 1u);
+    __m512i w0 = _mm512_maskz_loadu_epi16(in0, src + i);
+    __m512i w1 = _mm512_maskz_loadu_epi16(in1, src + i + 32);
+    const __m512i a0 = _mm512_and_si512(w0, magnitude), a1 = _mm512_and_si512(w1, magnitude);
+    if (_mm512_cmpgt_epu16_mask(_mm512_max_epu16(a0, a1), inf) != 0) {
+      w0 = canonical_nan_words<F>(w0, _mm512_cmpgt_epu16_mask(a0, inf));
+      w1 = canonical_nan_words<F>(w1, _mm512_cmpgt_epu16_mask(a1, inf));
+    }
+    const __m512i o0 = f32_from_half_words<F>(_mm512_castsi512_si256(w0));
+    const __m512i o1 = f32_from_half_words<F>(_mm512_extracti64x4_epi64(w0, 1));
+    const __m512i o2 = f32_from_half_words<F>(_mm512_castsi512_si256(w1));
+    const __m512i o3 = f32_from_half_words<F>(_mm512_extracti64x4_epi64(w1, 1));
+    if (m < 64) {
+      const __m512i out[4] = {o0, o1, o2, o3};
+      store_tail(dst + i, m, out);
+      return;
+    }
+    store16<Stream>(dst + i, o0);
+    store16<Stream>(dst + i + 16, o1);
+    store16<Stream>(dst + i + 32, o2);
+    store16<Stream>(dst + i + 48, o3);
+  }
+}
+
+template <class F>
+LOWBIT_TARGET_AVX512 void decode_halves_loop(const std::uint16_t* src, float* dst, std::size_t n) noexcept {
+  const std::size_t k = stream_start(dst, n, 1);
+  decode_halves_range<F, false>(src, dst, 0, k);
+  if (k < n) {
+    decode_halves_range<F, true>(src, dst, k, n);
+    _mm_sfence();
+  }
+}
+
 // Packed FP6: 32 codes (24 bytes) a step as code << 10 in words (sextet_words32), the high half of
 // each code's float32 pattern from a 64-word table (vpermi2w reads 6 index bits; sign included;
 // from the scalar decoder: every FP6 value is a bfloat16 value), widened by vpmovzxwd and a
@@ -1099,7 +1169,7 @@ inline bool covers(const policy& p) noexcept {
 
 template <class F>
 struct can_decode : std::integral_constant<bool, detail::half_twin<F>::value || detail::table_format<F>::value ||
-                                                     detail::exponent_format<F>::value> {};
+                                                     detail::exponent_format<F>::value || F::bits == 16> {};
 
 // random_bits: one per element under rounding::stochastic (null: all zero), else unread.
 template <class From, class T>
@@ -1127,7 +1197,9 @@ void decode(const minifloat<F>* src, float* dst, std::size_t n) noexcept {
       return;
     }
   }
-  if constexpr (detail::half_twin<F>::value)
+  if constexpr (F::bits == 16)
+    detail::decode_halves_loop<F>(reinterpret_cast<const std::uint16_t*>(src), dst, n);
+  else if constexpr (detail::half_twin<F>::value)
     detail::decode_loop<F>(reinterpret_cast<const std::uint8_t*>(src), dst, n);
   else
     detail::decode_table<F, false>(reinterpret_cast<const std::uint8_t*>(src), dst, n);
