@@ -204,6 +204,10 @@ bool register_conversions() {
   add_encode<float8_e5m2>("f32->e5m2/non_saturate", overflow::non_saturate);
   add_encode<float8_e4m3fn>("f32->e4m3fn/stochastic", overflow::saturate, rounding::stochastic);
   add_encode<float8_e5m2>("f32->e5m2/stochastic", overflow::saturate, rounding::stochastic);
+  add_encode<bfloat16>("f32->bf16/stochastic", overflow::saturate, rounding::stochastic);
+  // Where no kernel has a path of its own: the AVX2 kernel's general per-lane path.
+  add_encode<float4_e2m1fn>("f32->e2m1fn/stochastic", overflow::saturate, rounding::stochastic);
+  add_encode<float8_e4m3fn>("f32->e4m3fn/nearest_away", overflow::saturate, rounding::nearest_away);
   // 16-bit sources.
   add_encode<float8_e4m3fn, float16>("f16->e4m3fn");
   add_encode<float8_e4m3fn, bfloat16>("bf16->e4m3fn");

@@ -99,12 +99,14 @@
 #define LOWBIT_HAS_AVX512_KERNELS 0
 #endif
 
-// GCC 12 reports -Wmaybe-uninitialized inside its own AVX-512 headers (the placeholders of
-// _mm512_undefined_*, GCC bug 105593, fixed in GCC 13) once they are inlined into code outside a
-// system header; every lowbit header that uses AVX-512 intrinsics sits between these two.
+// GCC 12 reports -Wmaybe-uninitialized and -Wuninitialized inside its own AVX-512 headers (the
+// placeholders of _mm512_undefined_*, GCC bug 105593, fixed in GCC 13) once they are inlined into
+// code outside a system header; every lowbit header that uses AVX-512 intrinsics sits between
+// these two.
 #if defined(__GNUC__) && !defined(__clang__)
-#define LOWBIT_AVX512_WARNINGS_BEGIN \
-  _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wmaybe-uninitialized\"")
+#define LOWBIT_AVX512_WARNINGS_BEGIN                                                         \
+  _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wmaybe-uninitialized\"") \
+      _Pragma("GCC diagnostic ignored \"-Wuninitialized\"")
 #define LOWBIT_AVX512_WARNINGS_END _Pragma("GCC diagnostic pop")
 #else
 #define LOWBIT_AVX512_WARNINGS_BEGIN

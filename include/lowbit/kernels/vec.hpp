@@ -56,6 +56,12 @@ struct w256 {
   static LOWBIT_AVX2_INLINE vi sllv(vi a, vi n) { return _mm256_sllv_epi32(a, n); }
   // A set of lanes: all ones where set.
   using mask = __m256i;
+  static LOWBIT_AVX2_INLINE mask negative(vi a) { return _mm256_srai_epi32(a, 31); }  // sign bit set
+  static LOWBIT_AVX2_INLINE mask no_lanes() { return _mm256_setzero_si256(); }
+  // x in the lanes where c == 0, y elsewhere.
+  static LOWBIT_AVX2_INLINE vi select_eq0(vi c, vi x, vi y) {
+    return _mm256_blendv_epi8(y, x, _mm256_cmpeq_epi32(c, _mm256_setzero_si256()));
+  }
   // x in the lanes where a > b (signed), y elsewhere.
   static LOWBIT_AVX2_INLINE vi select_gt(vi a, vi b, vi x, vi y) { return _mm256_blendv_epi8(y, x, _mm256_cmpgt_epi32(a, b)); }
   // n + 1 in the lanes where z & bits != 0 and not in keep, n elsewhere.
@@ -121,6 +127,9 @@ struct w512 {
   static LOWBIT_AVX512_INLINE vi srlv(vi a, vi n) { return _mm512_srlv_epi32(a, n); }
   static LOWBIT_AVX512_INLINE vi sllv(vi a, vi n) { return _mm512_sllv_epi32(a, n); }
   using mask = __mmask16;
+  static LOWBIT_AVX512_INLINE mask negative(vi a) { return _mm512_movepi32_mask(a); }
+  static LOWBIT_AVX512_INLINE mask no_lanes() { return 0; }
+  static LOWBIT_AVX512_INLINE vi select_eq0(vi c, vi x, vi y) { return _mm512_mask_mov_epi32(y, _mm512_testn_epi32_mask(c, c), x); }
   static LOWBIT_AVX512_INLINE vi select_gt(vi a, vi b, vi x, vi y) { return _mm512_mask_mov_epi32(y, _mm512_cmpgt_epi32_mask(a, b), x); }
   static LOWBIT_AVX512_INLINE vi add1_where_inexact(vi n, vi z, vi bits, mask keep) {
     const __mmask16 inexact = _mm512_test_epi32_mask(z, bits);

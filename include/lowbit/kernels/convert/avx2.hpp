@@ -186,108 +186,6 @@ LOWBIT_AVX2_INLINE encode_vectors broadcast(const encode_setup& s) {
   return v;
 }
 
-// The magnitude codes of 8 float32 bit patterns `b` (a = |b|) in format F, rounded but not yet
-// limited: overflowing values, Inf and NaN give codes above max_bits. `r` holds the random bits
-// of rounding::stochastic (ignored otherwise).
-template <class F, rounding RM>
-LOWBIT_AVX2_INLINE __m256i magnitude_lanes(__m256i b, __m256i a, __m256i r) {
-  constexpr int M = F::mantissa_bits;
-  constexpr int K = F::min_exponent + 127;
-  static_assert(M <= 22, "the significand keeps at least one guard bit");
-  static_assert(F::has_subnormals ? (K >= 1 && K <= 254) : (K == 0 && M == 0),
-                "shapes covered: formats with subnormals, and E8M0-like scales (no subnormals, "
-                "no mantissa, smallest value 2^-127)");
-  const __m256i zero = _mm256_setzero_si256();
-  const __m256i one = _mm256_set1_epi32(1);
-  const __m256i field = _mm256_srli_epi32(a, 23);
-
-  __m256i z;      // the value in units of 2^-shift ulps
-  __m256i shift;  // bits of z below the format's ulp, 13..172
-  if constexpr (F::has_subnormals) {
-    const __m256i m = _mm256_min_epi32(_mm256_max_epi32(field, one), _mm256_set1_epi32(K));
-    z = _mm256_sub_epi32(_mm256_add_epi32(a, _mm256_set1_epi32(1 << 23)), _mm256_slli_epi32(m, 23));
-    shift = _mm256_sub_epi32(_mm256_set1_epi32(23 - M + K), m);
-  } else {
-    // E8M0: code = field, rounded on the mantissa. A float subnormal of 2^-127 or more rounds
-    // between codes 0 and 1 on its own bit 22; anything smaller is the smallest value, code 0.
-    const __m256i float_subnormal = _mm256_cmpeq_epi32(field, zero);
-    const __m256i low = _mm256_max_epi32(_mm256_sub_epi32(a, _mm256_set1_epi32(1 << 22)), zero);
-    z = _mm256_blendv_epi8(a, low, float_subnormal);
-    shift = _mm256_add_epi32(_mm256_set1_epi32(23), float_subnormal);  // 23, or 22
-  }
-
-  const __m256i n0 = _mm256_srlv_epi32(z, shift);  // truncated; shifts of 32 or more give 0
-  __m256i n;
-  if constexpr (RM == rounding::nearest_even || RM == rounding::nearest_toward_zero) {
-    // + (half - 1), + 1 more when the kept lsb is odd; half - 1 is 0 when shift > 32, where z is
-    // below 2^24 and nothing can round up.
-    const __m256i half_minus_one =
-        _mm256_srlv_epi32(_mm256_set1_epi32(0x7FFFFFFF), _mm256_sub_epi32(_mm256_set1_epi32(32), shift));
-    __m256i t = _mm256_add_epi32(z, half_minus_one);
-    if constexpr (RM == rounding::nearest_even) {
-      // Without subnormals and mantissa the significand before rounding is always 1: odd.
-      const __m256i lsb = F::has_subnormals ? _mm256_and_si256(n0, one) : one;
-      t = _mm256_add_epi32(t, lsb);
-    }
-    n = _mm256_srlv_epi32(t, shift);
-  } else if constexpr (RM == rounding::nearest_away) {
-    const __m256i half = _mm256_sllv_epi32(one, _mm256_sub_epi32(shift, one));  // 0 when shift > 32
-    n = _mm256_srlv_epi32(_mm256_add_epi32(z, half), shift);
-  } else if constexpr (RM == rounding::toward_zero) {
-    n = n0;
-  } else if constexpr (RM == rounding::toward_pos_inf) {
-    // Up when any discarded bit is set and the value is positive (unsigned formats: always).
-    const __m256i lost = _mm256_or_si256(_mm256_sllv_epi32(z, _mm256_sub_epi32(_mm256_set1_epi32(32), shift)),
-                                         _mm256_and_si256(_mm256_cmpgt_epi32(shift, _mm256_set1_epi32(32)), z));
-    __m256i keep = _mm256_cmpeq_epi32(lost, zero);
-    if constexpr (F::is_signed) keep = _mm256_or_si256(keep, _mm256_srai_epi32(b, 31));
-    n = _mm256_add_epi32(_mm256_add_epi32(n0, one), keep);
-  } else {
-    static_assert(RM == rounding::stochastic, "unknown rounding mode");
-    // floor(discarded fraction * 2^32): the discarded bits moved to the top, or for shift > 32
-    // (z < 2^24, all of it discarded) z moved down. Carry out of frac + r rounds up.
-    const __m256i frac = _mm256_or_si256(_mm256_sllv_epi32(z, _mm256_sub_epi32(_mm256_set1_epi32(32), shift)),
-                                         _mm256_srlv_epi32(z, _mm256_sub_epi32(shift, _mm256_set1_epi32(32))));
-    const __m256i sum = _mm256_add_epi32(frac, r);
-    const __m256i no_carry = _mm256_cmpeq_epi32(_mm256_max_epu32(sum, r), sum);
-    n = _mm256_add_epi32(_mm256_add_epi32(n0, one), no_carry);
-  }
-  return n;
-}
-
-// Encodes 8 float32 bit patterns `b` into format F under any policy the kernels support (limit
-// and NaN codes read from v). Returns complete codes, one per 32-bit lane.
-template <class F, rounding RM>
-LOWBIT_AVX2_INLINE __m256i encode_lanes(__m256i b, __m256i r, const encode_vectors& v) {
-  const __m256i zero = _mm256_setzero_si256();
-  const __m256i a = _mm256_and_si256(b, _mm256_set1_epi32(0x7FFFFFFF));
-  const __m256i n = magnitude_lanes<F, RM>(b, a, r);
-
-  // Overflow, Inf: the magnitude code is at most the lane's limit (max finite, or the Inf/NaN
-  // code right above it). NaN inputs get a code here too and are replaced below.
-  __m256i limit = v.limit;
-  if (v.mode != limit_mode::constant) {
-    const __m256i is_inf = _mm256_cmpeq_epi32(a, _mm256_set1_epi32(0x7F800000));
-    __m256i to_inf = is_inf;
-    if (v.mode == limit_mode::inf_or_positive) to_inf = _mm256_andnot_si256(_mm256_andnot_si256(is_inf, b), _mm256_set1_epi32(-1));
-    limit = _mm256_add_epi32(v.max_bits, _mm256_and_si256(_mm256_srai_epi32(to_inf, 31), v.inf_step));
-  }
-  __m256i code = _mm256_min_epu32(n, limit);
-
-  if constexpr (F::is_signed) {
-    __m256i sign = _mm256_slli_epi32(_mm256_srli_epi32(b, 31), F::bits - 1);
-    if constexpr (!F::has_negative_zero) sign = _mm256_andnot_si256(_mm256_cmpeq_epi32(code, zero), sign);  // fnuz
-    code = _mm256_or_si256(code, sign);
-  }
-
-  const __m256i is_nan = _mm256_cmpgt_epi32(a, _mm256_set1_epi32(0x7F800000));
-  const __m256i nan = v.nan_signed ? _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(v.nan_pos),
-                                                                          _mm256_castsi256_ps(v.nan_neg),
-                                                                          _mm256_castsi256_ps(b)))
-                                   : v.nan_pos;
-  return _mm256_blendv_epi8(code, nan, is_nan);
-}
-
 // ------------------------------------------------------------------------------------------------
 // Decoding: codes -> bfloat16 / float32 bit patterns.
 
@@ -515,6 +413,39 @@ using V = w256;
 #define LOWBIT_VEC_INLINE LOWBIT_AVX2_INLINE
 #include "lanes.hpp"
 #undef LOWBIT_VEC_INLINE
+
+// Encodes 8 float32 bit patterns `b` into format F under any policy the kernels support (limit
+// and NaN codes read from v). Returns complete codes, one per 32-bit lane.
+template <class F, rounding RM>
+LOWBIT_AVX2_INLINE __m256i encode_lanes(__m256i b, __m256i r, const encode_vectors& v) {
+  const __m256i zero = _mm256_setzero_si256();
+  const __m256i a = _mm256_and_si256(b, _mm256_set1_epi32(0x7FFFFFFF));
+  const __m256i n = magnitude_lanes<F, RM>(b, a, r);
+
+  // Overflow, Inf: the magnitude code is at most the lane's limit (max finite, or the Inf/NaN
+  // code right above it). NaN inputs get a code here too and are replaced below.
+  __m256i limit = v.limit;
+  if (v.mode != limit_mode::constant) {
+    const __m256i is_inf = _mm256_cmpeq_epi32(a, _mm256_set1_epi32(0x7F800000));
+    __m256i to_inf = is_inf;
+    if (v.mode == limit_mode::inf_or_positive) to_inf = _mm256_andnot_si256(_mm256_andnot_si256(is_inf, b), _mm256_set1_epi32(-1));
+    limit = _mm256_add_epi32(v.max_bits, _mm256_and_si256(_mm256_srai_epi32(to_inf, 31), v.inf_step));
+  }
+  __m256i code = _mm256_min_epu32(n, limit);
+
+  if constexpr (F::is_signed) {
+    __m256i sign = _mm256_slli_epi32(_mm256_srli_epi32(b, 31), F::bits - 1);
+    if constexpr (!F::has_negative_zero) sign = _mm256_andnot_si256(_mm256_cmpeq_epi32(code, zero), sign);  // fnuz
+    code = _mm256_or_si256(code, sign);
+  }
+
+  const __m256i is_nan = _mm256_cmpgt_epi32(a, _mm256_set1_epi32(0x7F800000));
+  const __m256i nan = v.nan_signed ? _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(v.nan_pos),
+                                                                          _mm256_castsi256_ps(v.nan_neg),
+                                                                          _mm256_castsi256_ps(b)))
+                                   : v.nan_pos;
+  return _mm256_blendv_epi8(code, nan, is_nan);
+}
 
 // 8 float16 patterns from half_twin_bits -> the float32 bit patterns of their values.
 template <class F>

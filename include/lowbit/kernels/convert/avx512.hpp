@@ -7,9 +7,9 @@
 //    FP4 unpacked and packed, E8M0, float16, bfloat16) for round-to-nearest-even and toward-zero
 //    under simple policies (simple_setup: one limit, one NaN code; lowbit's default among them);
 //    16-bit sources are widened exactly to float32 as they are loaded (load16);
-//  - the same sources into FP8, float16 and bfloat16 under stochastic rounding (simple policies):
-//    the AVX2 kernel's path 2 over 64 lanes, its blocks taking the steps path 2 does not
-//    (encode_stochastic_at);
+//  - the same, under the other rounding modes (stochastic, toward +Inf, the nearest variants;
+//    simple policies): path 3 (lanes.hpp: magnitude_lanes) over 64 lanes, after path 2 where
+//    avx2.hpp offers it (encode_fast_at, encode_general_at);
 //  - decoding the float16-twin formats (FP8, FP6 one code per byte or packed four in three
 //    bytes), and float16 and bfloat16 themselves (decode_halves_loop), into float32;
 //  - decoding FP4 (E2M1: one code per byte, and two per byte) with a 16-entry vpermd table, and
@@ -90,7 +90,6 @@ struct encode_vectors {
   __m512i limit_words, nan_words, sign_words;    // float16, bfloat16
   __m512i magnitude_bytes;                       // 0x7F (FNUZ: no sign on 0 and 0x80)
   bool nan_above_limit;                          // byte layouts: limit < 0xFF (encode_block)
-  const avx2::detail::encode_vectors* fallback = nullptr;  // stochastic rounding's (encode_stochastic_at)
 };
 
 LOWBIT_AVX512_INLINE encode_vectors vectors_of(const encode_setup& s) {
@@ -273,60 +272,95 @@ LOWBIT_AVX512_INLINE __m512i load16(const float16* p, __mmask16 k) {
 }
 
 // ------------------------------------------------------------------------------------------------
-// Stochastic rounding: avx2.hpp's path 2 (fast_path: FP8, float16, bfloat16) over 64 lanes. A
-// step whose inputs are not all in [2^min_exponent, Inf] (a NaN, a zero, a value below the normal
-// range) is encoded by the AVX2 kernel's blocks instead (its path 2 for each 32 that qualifies,
-// its path 3 for the others), out of line, so that the loop keeps its registers.
+// The other rounding modes, under simple policies as path 1. Path 3: lanes.hpp's magnitude_lanes
+// (the per-lane encoding of any input, every mode) over 64 lanes, finished as path 1's codes are.
+// Path 2 first where avx2.hpp offers it (fast_path: FP8, float16 and bfloat16, the modes but
+// toward +Inf), with path 3 out of line for the steps it does not take (a NaN, a zero, a value
+// below the normal range).
 
 // The random bits of a call without any (all zero, as the reference reads a null pointer).
 inline constexpr std::uint32_t no_random_bits[64] = {};
 
-// 16 float32 bit patterns x and their random bits r -> path 2's codes minus 2^M; the negative
-// lanes as a mask, and t = normal_t folded into *top (unsigned maximum).
-template <class F>
-LOWBIT_AVX512_INLINE __m512i stochastic_codes16(__m512i x, const std::uint32_t* r, const encode_vectors& v,
-                                                __mmask16* neg, __m512i* top) {
-  using nr = normal_range<F, rounding::stochastic>;
+// 16 random words at r under stochastic rounding; zeros (nothing read) under the other modes.
+template <rounding RM>
+LOWBIT_AVX512_INLINE __m512i random16(const std::uint32_t* r) {
+  if constexpr (RM == rounding::stochastic)
+    return _mm512_loadu_si512(r);
+  else
+    return _mm512_setzero_si512();
+}
+
+// Path 3's magnitude codes of 16 float32 bit patterns x; the negative lanes as a mask, |x| in *a.
+template <class F, rounding RM>
+LOWBIT_AVX512_INLINE __m512i general_codes16(__m512i x, const std::uint32_t* r, const encode_vectors& v,
+                                             __mmask16* neg, __m512i* a) {
+  *a = _mm512_and_si512(x, v.abs_mask);
   *neg = _mm512_movepi32_mask(x);
-  const __m512i t = normal_t<F, rounding::stochastic>(_mm512_and_si512(x, v.abs_mask),
-                                                      _mm512_set1_epi32(static_cast<int>(nr::bias - nr::mn)));
+  return magnitude_lanes<F, RM>(x, *a, random16<RM>(r));
+}
+
+// 64 elements at src (their random bits at r) -> layout L at dst, by path 3.
+template <class F, rounding RM, layout L, class From>
+LOWBIT_AVX512_INLINE void encode_general_at(const From* src, const std::uint32_t* r, std::uint8_t* dst,
+                                            const encode_vectors& v) {
+  __mmask16 s0, s1, s2, s3;
+  __m512i a0, a1, a2, a3;
+  const __m512i c0 = general_codes16<F, RM>(load16(src), r, v, &s0, &a0);
+  const __m512i c1 = general_codes16<F, RM>(load16(src + 16), r + 16, v, &s1, &a1);
+  const __m512i c2 = general_codes16<F, RM>(load16(src + 32), r + 32, v, &s2, &a2);
+  const __m512i c3 = general_codes16<F, RM>(load16(src + 48), r + 48, v, &s3, &a3);
+  finish_block<F, L, code_form::exact, true>(c0, c1, c2, c3, s0, s1, s2, s3, a0, a1, a2, a3, dst, v);
+}
+
+template <class F, rounding RM, layout L, class From>
+LOWBIT_TARGET_AVX512 LOWBIT_NOINLINE void encode_general_outlined(const From* src, const std::uint32_t* r,
+                                                                  std::uint8_t* dst, const encode_vectors& v) noexcept {
+  encode_general_at<F, RM, L>(src, r, dst, v);
+}
+
+// Path 2's codes minus 2^M of 16 float32 bit patterns x; the negative lanes as a mask, and
+// t = normal_t folded into *top (unsigned maximum).
+template <class F, rounding RM>
+LOWBIT_AVX512_INLINE __m512i fast_codes16(__m512i x, const std::uint32_t* r, const encode_vectors& v, __mmask16* neg,
+                                          __m512i* top) {
+  using nr = normal_range<F, RM>;
+  *neg = _mm512_movepi32_mask(x);
+  const __m512i t = normal_t<F, RM>(_mm512_and_si512(x, v.abs_mask), _mm512_set1_epi32(static_cast<int>(nr::bias - nr::mn)));
   *top = _mm512_max_epu32(*top, t);
-  return fast_code<F, rounding::stochastic>(t, _mm512_loadu_si512(r));
+  return fast_code<F, RM>(t, random16<RM>(r));
 }
 
-template <class F, layout L, class From>
-LOWBIT_TARGET_AVX2 LOWBIT_NOINLINE void stochastic_fallback(const From* src, const std::uint32_t* r, std::uint8_t* dst,
-                                                            const avx2::detail::encode_vectors& v) noexcept {
-  const avx2::detail::reader<From> read;
-  avx2::detail::encode_block<F, rounding::stochastic, false, L>(read, src, r, dst, v);
-  avx2::detail::encode_block<F, rounding::stochastic, false, L>(read, src + 32, r + 32, dst + layout_bytes<L>(32), v);
-}
-
-// 64 elements at src, their random bits at r -> layout L at dst.
-template <class F, layout L, class From>
-LOWBIT_AVX512_INLINE void encode_stochastic_at(const From* src, const std::uint32_t* r, std::uint8_t* dst,
-                                               const encode_vectors& v) {
-  using nr = normal_range<F, rounding::stochastic>;
+// 64 elements at src (their random bits at r) -> layout L at dst, by path 2 where it applies.
+template <class F, rounding RM, layout L, class From>
+LOWBIT_AVX512_INLINE void encode_fast_at(const From* src, const std::uint32_t* r, std::uint8_t* dst,
+                                         const encode_vectors& v) {
+  using nr = normal_range<F, RM>;
   __mmask16 s0, s1, s2, s3;
   __m512i top = _mm512_setzero_si512();
-  const __m512i c0 = stochastic_codes16<F>(load16(src), r, v, &s0, &top);
-  const __m512i c1 = stochastic_codes16<F>(load16(src + 16), r + 16, v, &s1, &top);
-  const __m512i c2 = stochastic_codes16<F>(load16(src + 32), r + 32, v, &s2, &top);
-  const __m512i c3 = stochastic_codes16<F>(load16(src + 48), r + 48, v, &s3, &top);
+  const __m512i c0 = fast_codes16<F, RM>(load16(src), r, v, &s0, &top);
+  const __m512i c1 = fast_codes16<F, RM>(load16(src + 16), r + 16, v, &s1, &top);
+  const __m512i c2 = fast_codes16<F, RM>(load16(src + 32), r + 32, v, &s2, &top);
+  const __m512i c3 = fast_codes16<F, RM>(load16(src + 48), r + 48, v, &s3, &top);
   // A NaN has t above t(Inf), a value below the normal range a negative t (avx2.hpp: fast_path).
   if (_mm512_cmpgt_epu32_mask(top, _mm512_set1_epi32(static_cast<int>(nr::t_inf))) != 0)
-    return stochastic_fallback<F, L>(src, r, dst, *v.fallback);
+    return encode_general_outlined<F, RM, L>(src, r, dst, v);
   finish_block<F, L, code_form::minus_base, false>(c0, c1, c2, c3, s0, s1, s2, s3, top, top, top, top, dst, v);
 }
 
-// 64 elements at src -> layout L at dst; r: their random bits (stochastic rounding only).
+// The modes path 1 takes (vcvtps2dq reads MXCSR: the loop runs under ieee_scope_traceless).
+template <rounding RM>
+constexpr bool path1_mode = RM == rounding::nearest_even || RM == rounding::toward_zero;
+
+// 64 elements at src -> layout L at dst; r: their random bits (read under stochastic rounding).
 template <class F, rounding RM, layout L, class From>
 LOWBIT_AVX512_INLINE void encode_at(const From* src, const std::uint32_t* r, std::uint8_t* dst,
                                     const encode_vectors& v) {
-  if constexpr (RM == rounding::stochastic)
-    encode_stochastic_at<F, L>(src, r, dst, v);
-  else
+  if constexpr (path1_mode<RM>)
     encode_block<F, RM, L>(load16(src), load16(src + 16), load16(src + 32), load16(src + 48), dst, v);
+  else if constexpr (avx2::detail::fast_path<F, RM>::available)
+    encode_fast_at<F, RM, L>(src, r, dst, v);
+  else
+    encode_general_at<F, RM, L>(src, r, dst, v);
 }
 
 // The cache lines of 64 source elements from p on.
@@ -375,13 +409,13 @@ LOWBIT_AVX512_INLINE void encode_range(const From* src, std::uint8_t* dst, std::
   if (i < n) {
     const std::size_t m = n - i;
     alignas(64) std::uint8_t d[128];
-    if constexpr (RM == rounding::stochastic) {
-      // Zero-padded copies (the fallback reads the inputs again from memory).
+    if constexpr (!path1_mode<RM>) {
+      // Zero-padded copies (path 3 out of line reads the inputs again from memory).
       From in[64] = {};
       std::uint32_t r[64] = {};
       std::memcpy(static_cast<void*>(in), src + i, m * sizeof(From));
-      std::memcpy(r, random_at(rb, i), m * sizeof(std::uint32_t));
-      encode_stochastic_at<F, L>(in, r, d, v);
+      if (RM == rounding::stochastic) std::memcpy(r, random_at(rb, i), m * sizeof(std::uint32_t));
+      encode_at<F, RM, L>(in, r, d, v);
       std::memcpy(dst + layout_bytes<L>(i), d, layout_bytes<L>(m));
       return;
     }
@@ -460,12 +494,7 @@ LOWBIT_TARGET_AVX512_BF16 void encode_bf16_loop(const float* src, std::uint8_t* 
 template <class F, rounding RM, layout L, class From>
 LOWBIT_TARGET_AVX512 void encode_loop(const From* src, std::uint8_t* dst, std::size_t n, const encode_setup& setup,
                                       const std::uint32_t* rb) noexcept {
-  encode_vectors v = vectors_of(setup);
-  avx2::detail::encode_vectors fallback;
-  if constexpr (RM == rounding::stochastic) {
-    fallback = avx2::detail::broadcast(setup);
-    v.fallback = &fallback;
-  }
+  const encode_vectors v = vectors_of(setup);
   const std::size_t m = avx2::detail::encode_stream_start<L, From>(dst, n);
   if constexpr (std::is_same<F, formats::bfloat16>::value && RM == rounding::nearest_even &&
                 std::is_same<From, float>::value) {
@@ -483,25 +512,28 @@ LOWBIT_TARGET_AVX512 void encode_loop(const From* src, std::uint8_t* dst, std::s
 template <class F, rounding RM, layout L, class From>
 void encode_mode(const From* src, std::uint8_t* dst, std::size_t n, const policy& p, const std::uint32_t* rb) noexcept {
   encode_setup s = avx2::detail::make_setup<F>(p);
-  if constexpr (RM == rounding::stochastic) {
-    s.t_top = normal_range<F, RM>::t_inf;  // integer arithmetic only: no MXCSR to set
-    encode_loop<F, RM, L>(src, dst, n, s, rb);
-  } else {
+  if constexpr (path1_mode<RM>) {
     avx2::detail::make_direct_setup<F, RM>(s);
     // vcvtps2dq rounds as MXCSR.RC says; both conversions raise the precision flag.
     const ieee_scope_traceless env;
     encode_loop<F, RM, L>(src, dst, n, s, nullptr);
+  } else {
+    encode_loop<F, RM, L>(src, dst, n, s, rb);  // integer arithmetic only: no MXCSR to set
   }
 }
 
 template <class F, layout L, class From>
 void encode_dispatch(const From* src, std::uint8_t* dst, std::size_t n, const policy& p,
                      const std::uint32_t* random_bits) noexcept {
-  if constexpr (avx2::detail::fast_path<F, rounding::stochastic>::available) {
-    if (p.rm == rounding::stochastic) return encode_mode<F, rounding::stochastic, L>(src, dst, n, p, random_bits);
+  switch (p.rm) {
+    case rounding::nearest_even: return encode_mode<F, rounding::nearest_even, L>(src, dst, n, p, nullptr);
+    case rounding::toward_zero: return encode_mode<F, rounding::toward_zero, L>(src, dst, n, p, nullptr);
+    case rounding::toward_pos_inf: return encode_mode<F, rounding::toward_pos_inf, L>(src, dst, n, p, nullptr);
+    case rounding::stochastic: return encode_mode<F, rounding::stochastic, L>(src, dst, n, p, random_bits);
+    case rounding::nearest_away: return encode_mode<F, rounding::nearest_away, L>(src, dst, n, p, nullptr);
+    case rounding::nearest_toward_zero:
+      return encode_mode<F, rounding::nearest_toward_zero, L>(src, dst, n, p, nullptr);
   }
-  if (p.rm == rounding::toward_zero) return encode_mode<F, rounding::toward_zero, L>(src, dst, n, p, nullptr);
-  encode_mode<F, rounding::nearest_even, L>(src, dst, n, p, nullptr);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -1157,14 +1189,11 @@ struct can_encode<From, minifloat<F>>
                                        detail::direct_path<F, rounding::nearest_even>::available &&
                                        detail::direct_path<F, rounding::toward_zero>::available> {};
 
-// The policies the encoders take: nearest-even or toward zero (and stochastic rounding into the
-// formats of the AVX2 kernel's path 2: FP8, float16, bfloat16), simple (one limit, one NaN code),
-// and what the AVX2 kernels take (avx2::supports_policy).
+// The policies the encoders take: every rounding mode under a simple policy (one limit, one NaN
+// code), among what the AVX2 kernels take (avx2::supports_policy).
 template <class F>
 inline bool covers(const policy& p) noexcept {
-  const bool mode = p.rm == rounding::nearest_even || p.rm == rounding::toward_zero ||
-                    (p.rm == rounding::stochastic && avx2::detail::fast_path<F, rounding::stochastic>::available);
-  return mode && avx2::supports_policy<F>(p) && avx2::detail::simple_setup(avx2::detail::make_setup<F>(p));
+  return avx2::supports_policy<F>(p) && avx2::detail::simple_setup(avx2::detail::make_setup<F>(p));
 }
 
 template <class F>

@@ -10,6 +10,65 @@
 // differently (mask registers, the packing of codes into bytes) stays in their own files.
 #ifdef LOWBIT_VEC_INLINE
 
+// The magnitude codes of float32 bit patterns `b` (a = |b|) in format F, rounded but not yet
+// limited: overflowing values, Inf and NaN give codes above max_bits. `r` holds the random bits
+// of rounding::stochastic (ignored otherwise). Path 3 of both widths (avx2.hpp's header has the
+// formulas), for any input, every rounding mode.
+template <class F, rounding RM>
+LOWBIT_VEC_INLINE V::vi magnitude_lanes(V::vi b, V::vi a, V::vi r) {
+  constexpr int M = F::mantissa_bits;
+  constexpr int K = F::min_exponent + 127;
+  static_assert(M <= 22, "the significand keeps at least one guard bit");
+  static_assert(F::has_subnormals ? (K >= 1 && K <= 254) : (K == 0 && M == 0),
+                "shapes covered: formats with subnormals, and E8M0-like scales (no subnormals, "
+                "no mantissa, smallest value 2^-127)");
+  const V::vi zero = V::set1(0);
+  const V::vi one = V::set1(1);
+  const V::vi field = V::template srli<23>(a);
+
+  V::vi z;      // the value in units of 2^-shift ulps
+  V::vi shift;  // bits of z below the format's ulp, 13..172
+  if constexpr (F::has_subnormals) {
+    const V::vi m = V::min(V::max(field, one), V::set1(K));
+    z = V::sub(V::add(a, V::set1(1u << 23)), V::template slli<23>(m));
+    shift = V::sub(V::set1(23 - M + K), m);
+  } else {
+    // E8M0: code = field, rounded on the mantissa. A float subnormal of 2^-127 or more rounds
+    // between codes 0 and 1 on its own bit 22; anything smaller is the smallest value, code 0.
+    const V::vi low = V::max(V::sub(a, V::set1(1u << 22)), zero);
+    z = V::select_eq0(field, low, a);
+    shift = V::select_eq0(field, V::set1(22), V::set1(23));
+  }
+
+  const V::vi n0 = V::srlv(z, shift);  // truncated; shifts of 32 or more give 0
+  if constexpr (RM == rounding::nearest_even || RM == rounding::nearest_toward_zero) {
+    // + (half - 1), + 1 more when the kept lsb is odd; half - 1 is 0 when shift > 32, where z is
+    // below 2^24 and nothing can round up.
+    const V::vi half_minus_one = V::srlv(V::set1(0x7FFFFFFF), V::sub(V::set1(32), shift));
+    V::vi t = V::add(z, half_minus_one);
+    if constexpr (RM == rounding::nearest_even) {
+      // Without subnormals and mantissa the significand before rounding is always 1: odd.
+      t = V::add(t, F::has_subnormals ? V::and_(n0, one) : one);
+    }
+    return V::srlv(t, shift);
+  } else if constexpr (RM == rounding::nearest_away) {
+    const V::vi half = V::sllv(one, V::sub(shift, one));  // 0 when shift > 32
+    return V::srlv(V::add(z, half), shift);
+  } else if constexpr (RM == rounding::toward_zero) {
+    return n0;
+  } else if constexpr (RM == rounding::toward_pos_inf) {
+    // Up when any discarded bit is set and the value is positive (unsigned formats: always).
+    const V::vi lost = V::or_(V::sllv(z, V::sub(V::set1(32), shift)), V::select_gt(shift, V::set1(32), z, zero));
+    return V::add1_where_inexact(n0, lost, V::set1(0xFFFFFFFFu), F::is_signed ? V::negative(b) : V::no_lanes());
+  } else {
+    static_assert(RM == rounding::stochastic, "unknown rounding mode");
+    // floor(discarded fraction * 2^32): the discarded bits moved to the top, or for shift > 32
+    // (z < 2^24, all of it discarded) z moved down. Carry out of frac + r rounds up.
+    const V::vi frac = V::or_(V::sllv(z, V::sub(V::set1(32), shift)), V::srlv(z, V::sub(shift, V::set1(32))));
+    return V::add1_where_carry(n0, V::add(frac, r), r);
+  }
+}
+
 // t = |x| + addend (+ lsb), addend = bias - mn plus, where the caller wants it, 2^M times 2^S
 // (the code's base, so that t >> S is the code itself: direct_path).
 template <class F, rounding RM>

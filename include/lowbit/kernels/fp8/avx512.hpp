@@ -411,7 +411,7 @@ void quantize_tile(const From* x, std::size_t ld, std::size_t rows, std::size_t 
                    bool stream) noexcept {
   using F = typename T::format;
   if constexpr (avx512::can_encode<float, T>::value) {
-    if (p.rm != rounding::stochastic && avx512::covers<F>(p)) {
+    if ((p.rm == rounding::nearest_even || p.rm == rounding::toward_zero) && avx512::covers<F>(p)) {
       const tile_walk t = walk_of(ld, rows, cols, block_cols);
       const tile_scales ts(scales, (t.cols - 1) / t.block_cols + 1);
       // (1/s subnormal: the product bound fails; the AVX2 kernel divides exactly)
