@@ -500,11 +500,14 @@ LOWBIT_TARGET_AVX512 void encode_loop(const From* src, std::uint8_t* dst, std::s
                 std::is_same<From, float>::value) {
     if (m == n && ::lowbit::detail::use_avx512_bf16()) return encode_bf16_loop<F>(src, dst, n, v);
   }
-  if (m < n) {
-    encode_range<F, RM, L, false>(src, dst, m, v, rb);
-    encode_range<F, RM, L, true>(src + m, dst + layout_bytes<L>(m), n - m, v, rb != nullptr ? rb + m : nullptr);
-    _mm_sfence();
-    return;
+  // Streaming for the common modes only (as on AVX2): the others are rare enough not to double.
+  if constexpr (path1_mode<RM> || RM == rounding::stochastic) {
+    if (m < n) {
+      encode_range<F, RM, L, false>(src, dst, m, v, rb);
+      encode_range<F, RM, L, true>(src + m, dst + layout_bytes<L>(m), n - m, v, rb != nullptr ? rb + m : nullptr);
+      _mm_sfence();
+      return;
+    }
   }
   encode_range<F, RM, L, false>(src, dst, n, v, rb);
 }
