@@ -685,7 +685,8 @@ LOWBIT_AVX2_INLINE void finish_block(const __m256i c[4], const __m256i signs[2],
   }
 }
 
-// Path 2, for stochastic rounding (the nearest-even and truncating modes take path 1), in formats
+// Path 2, for stochastic rounding (the nearest-even and truncating modes take path 1; the AVX-512
+// kernel runs it for the other nearest modes too), in formats
 // whose inputs are mostly normal numbers (FP8, float16, bfloat16): when every |x| of the block
 // lies in [2^min_exponent, Inf] (no NaN), code - 2^M = t >> S for every lane.
 // One unsigned maximum checks the block: a NaN has t above t(Inf), a value below mn a negative t.
