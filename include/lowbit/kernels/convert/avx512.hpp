@@ -11,7 +11,7 @@
 //    simple policies): path 3 (lanes.hpp: magnitude_lanes) over 64 lanes, after path 2 where
 //    avx2.hpp offers it (encode_fast_at, encode_general_at);
 //  - decoding the float16-twin formats (FP8, FP6 one code per byte or packed four in three
-//    bytes), and float16 and bfloat16 themselves (decode_halves_loop), into float32;
+//    bytes), and float16 and bfloat16 themselves (decode_halves_range), into float32;
 //  - decoding FP4 (E2M1: one code per byte, and two per byte) with a 16-entry vpermd table, and
 //    E8M0 (code << 23, codes 0 and 0xFF from the scalar decoder) into float32;
 //  - with AVX-512 VBMI (use_avx512_vbmi), decoding FP8 and FP6 (unpacked and packed) into
@@ -652,16 +652,6 @@ LOWBIT_AVX512_INLINE void decode_range(const std::uint8_t* src, float* dst, std:
   }
 }
 
-template <class F>
-LOWBIT_TARGET_AVX512 void decode_loop(const std::uint8_t* src, float* dst, std::size_t n) noexcept {
-  const std::size_t k = stream_start(dst, n, 1);
-  decode_range<F, false>(src, dst, 0, k);
-  if (k < n) {
-    decode_range<F, true>(src, dst, k, n);
-    _mm_sfence();
-  }
-}
-
 // float16 and bfloat16 into float32, 64 values a step: vcvtph2ps (exact; it ignores MXCSR.DAZ)
 // or the bfloat16 shift, each NaN made the quiet NaN with its sign and no payload, as the scalar
 // decode does. One unsigned maximum of the 64 magnitudes says whether a step holds a NaN; only
@@ -725,12 +715,22 @@ LOWBIT_AVX512_INLINE void decode_halves_range(const std::uint16_t* src, float* d
   }
 }
 
+// The decoder of a float16-twin format (decode_range) or of float16 / bfloat16
+// (decode_halves_range), streaming from the first 64-byte aligned output of a large call.
+template <class F, bool Stream>
+LOWBIT_AVX512_INLINE void decode_any_range(const void* src, float* dst, std::size_t i, std::size_t n) {
+  if constexpr (F::bits == 16)
+    decode_halves_range<F, Stream>(static_cast<const std::uint16_t*>(src), dst, i, n);
+  else
+    decode_range<F, Stream>(static_cast<const std::uint8_t*>(src), dst, i, n);
+}
+
 template <class F>
-LOWBIT_TARGET_AVX512 void decode_halves_loop(const std::uint16_t* src, float* dst, std::size_t n) noexcept {
+LOWBIT_TARGET_AVX512 void decode_loop(const void* src, float* dst, std::size_t n) noexcept {
   const std::size_t k = stream_start(dst, n, 1);
-  decode_halves_range<F, false>(src, dst, 0, k);
+  decode_any_range<F, false>(src, dst, 0, k);
   if (k < n) {
-    decode_halves_range<F, true>(src, dst, k, n);
+    decode_any_range<F, true>(src, dst, k, n);
     _mm_sfence();
   }
 }
@@ -1232,10 +1232,8 @@ void decode(const minifloat<F>* src, float* dst, std::size_t n) noexcept {
       return;
     }
   }
-  if constexpr (F::bits == 16)
-    detail::decode_halves_loop<F>(reinterpret_cast<const std::uint16_t*>(src), dst, n);
-  else if constexpr (detail::half_twin<F>::value)
-    detail::decode_loop<F>(reinterpret_cast<const std::uint8_t*>(src), dst, n);
+  if constexpr (F::bits == 16 || detail::half_twin<F>::value)
+    detail::decode_loop<F>(src, dst, n);
   else
     detail::decode_table<F, false>(reinterpret_cast<const std::uint8_t*>(src), dst, n);
 }
