@@ -655,13 +655,14 @@ LOWBIT_AVX512_INLINE void decode_range(const std::uint8_t* src, float* dst, std:
 // float16 and bfloat16 into float32, 64 values a step: vcvtph2ps (exact; it ignores MXCSR.DAZ)
 // or the bfloat16 shift, each NaN made the quiet NaN with its sign and no payload, as the scalar
 // decode does. One unsigned maximum of the 64 magnitudes says whether a step holds a NaN; only
-// then are its NaN words replaced by the canonical one (float16 0x7E00, bfloat16 0x7FC0), whose
-// widening is 0x7FC00000.
+// then are its NaN words replaced by the canonical one (the exponent field all ones and the top
+// mantissa bit: float16 0x7E00, bfloat16 0x7FC0), whose widening is 0x7FC00000.
 template <class F>
 struct half_bits {
   static constexpr bool binary16 = std::is_same<F, formats::binary16>::value;
-  static constexpr short inf = binary16 ? 0x7C00 : 0x7F80;
-  static constexpr short quiet = binary16 ? 0x7E00 : 0x7FC0;
+  static constexpr unsigned inf_bits = ((1u << F::exponent_bits) - 1u) << F::mantissa_bits;
+  static constexpr short inf = static_cast<short>(inf_bits);
+  static constexpr short quiet = static_cast<short>(inf_bits | (1u << (F::mantissa_bits - 1)));
 };
 
 template <class F>
