@@ -42,15 +42,18 @@ fi
 # Seed corpus: 24 small deterministic inputs per target (an LCG), plus the target's checked-in
 # seeds in tests/fuzz/corpus/TARGET when it has some.
 # Byte 0 of each walks the first choice a target makes (format, family, scheme).
+# printf -v, not $(printf ...): a subshell per byte made this 19 s per target (8 targets: 2.5
+# minutes of CI), where it now takes a tenth of a second; the files are the same bytes.
 make_corpus() {
-  local dir="$1" k i x bytes
+  local dir="$1" k i x bytes hex
   mkdir -p "$dir"
-  for k in $(seq 0 23); do
+  for (( k = 0; k < 24; ++k )); do
     x=$(( k * 2654435761 + 12345 ))
-    bytes="\\x$(printf %02x "$k")"
-    for i in $(seq 1 $(( 16 + k * 24 ))); do
+    printf -v bytes '\\x%02x' "$k"
+    for (( i = 1; i <= 16 + k * 24; ++i )); do
       x=$(( (x * 1103515245 + 12345) & 0x7fffffff ))
-      bytes+="\\x$(printf %02x $(( (x >> 16) & 255 )))"
+      printf -v hex '\\x%02x' $(( (x >> 16) & 255 ))
+      bytes+="$hex"
     done
     printf "%b" "$bytes" > "$dir/seed-$k"
   done
