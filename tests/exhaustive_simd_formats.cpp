@@ -6,10 +6,12 @@
 // lowbit::convert with the path given, so that the threads need no process-wide switch) and
 // through the scalar reference loop
 // (kernels/convert/scalar.hpp, the codec element by element) under lowbit's default policy
-// (round to nearest even, saturating), and the codes must be equal bit for bit. Two more modes
-// are swept on every 7th pattern (an odd stride: every residue of the low mantissa bits occurs,
-// at a seventh of the cost): non-saturating overflow (the same kernel with another limit) and
-// round toward zero (saturating), the other mode of encode_block_direct. The reference runs once per
+// (round to nearest even, saturating), and the codes must be equal bit for bit. Four more
+// policies are swept on every 7th pattern (an odd stride: every residue of the low mantissa bits
+// occurs, at a seventh of the cost): non-saturating overflow (the same kernel with another limit),
+// round toward zero (saturating), the other mode of encode_block_direct, and the PyTorch and
+// ml_dtypes presets (NaN codes by the input's sign; PyTorch's saturation keeps +-Inf, which the
+// block paths then set apart from the finite lanes). The reference runs once per
 // chunk and every SIMD path is compared with it, so AVX-512 adds its own conversions only (about a
 // second per format and mode). The SIMD calls run with MXCSR's
 // flush-to-zero and denormals-are-zero set and rounding toward +Inf, the scalar ones with MXCSR at
@@ -86,13 +88,19 @@ struct hostile_env {
 // The modes swept, each on every `stride`-th pattern (times LOWBIT_EXHAUSTIVE_STRIDE).
 struct mode {
   const char* name;
-  overflow ov;
-  lowbit::rounding rm;
+  lowbit::policy p;
   std::uint64_t stride;
 };
-constexpr mode modes[] = {{"saturate", overflow::saturate, lowbit::rounding::nearest_even, 1},
-                          {"non_saturate/7", overflow::non_saturate, lowbit::rounding::nearest_even, 7},
-                          {"toward_zero/7", overflow::saturate, lowbit::rounding::toward_zero, 7}};
+constexpr lowbit::policy toward_zero() {
+  lowbit::policy p;
+  p.rm = lowbit::rounding::toward_zero;
+  return p;
+}
+constexpr mode modes[] = {{"saturate", lowbit::presets::cuda_satfinite(), 1},
+                          {"non_saturate/7", lowbit::presets::cuda_nosat(), 7},
+                          {"toward_zero/7", toward_zero(), 7},
+                          {"pytorch(sat)/7", lowbit::presets::pytorch(overflow::saturate), 7},
+                          {"ml_dtypes/7", lowbit::presets::ml_dtypes(), 7}};
 constexpr int mode_count = sizeof modes / sizeof modes[0];
 
 // Sweeps [begin, end) of the stride-spaced patterns under mode m, on every path of `paths`
@@ -103,9 +111,7 @@ void sweep(const mode& m, std::uint64_t begin, std::uint64_t end, std::uint64_t 
   constexpr std::size_t chunk = 1 << 16;
   std::vector<float> x(chunk);
   std::vector<T> simd(chunk), scalar(chunk);
-  lowbit::policy p;
-  p.ov = m.ov;
-  p.rm = m.rm;
+  const lowbit::policy& p = m.p;
   for (std::uint64_t k = begin; k < end; k += chunk) {
     const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, end - k));
     for (std::size_t i = 0; i < n; ++i) {
@@ -152,7 +158,7 @@ void run_format() {
       tally all;
       for (const auto& part : parts) all.merge(part[j]);
       const char* path = lowbit::isa_name(paths[j]);
-      std::printf("[ %-16s] %-13s %-6s %11" PRIu64 " inputs, %" PRIu64 " mismatches\n", T::format::name, m.name, path,
+      std::printf("[ %-16s] %-14s %-6s %11" PRIu64 " inputs, %" PRIu64 " mismatches\n", T::format::name, m.name, path,
                   all.checked, all.mismatches);
       if (all.any)
         std::printf("    first mismatch: input 0x%08" PRIX32 ": %s 0x%02" PRIX32 ", scalar 0x%02" PRIX32 "\n", all.input,

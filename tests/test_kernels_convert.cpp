@@ -322,6 +322,17 @@ std::vector<named_policy> all_policies() {
                false});
   v.push_back({"preset onnx(saturate, toward_pos_inf)", lowbit::presets::onnx(overflow::saturate, rounding::toward_pos_inf),
                false});
+  // Signed NaN codes and +-Inf kept under saturation (limit_mode::inf_lanes) on the paths of the
+  // other rounding modes too (path 2 turns Inf away under inf_lanes: fast_t_top).
+  policy pytorch_stochastic = lowbit::presets::pytorch(overflow::saturate);
+  pytorch_stochastic.rm = rounding::stochastic;
+  v.push_back({"preset pytorch(saturate), stochastic", pytorch_stochastic, true});
+  policy pytorch_nosat_stochastic = lowbit::presets::pytorch();
+  pytorch_nosat_stochastic.rm = rounding::stochastic;
+  v.push_back({"preset pytorch, stochastic", pytorch_nosat_stochastic, true});
+  policy ml_dtypes_away = lowbit::presets::ml_dtypes(overflow::saturate);
+  ml_dtypes_away.rm = rounding::nearest_away;
+  v.push_back({"preset ml_dtypes(saturate), nearest_away", ml_dtypes_away, false});
   policy signed_max;
   signed_max.nan_to_finite = lowbit::nan_to_finite::signed_max;
   v.push_back({"nan_to_finite::signed_max", signed_max, false});

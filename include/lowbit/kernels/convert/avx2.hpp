@@ -121,7 +121,9 @@ struct encode_setup {
   std::uint32_t max_bits = 0;              // largest finite magnitude
   std::uint32_t inf_step = 0;              // Inf code - max_bits: 1, or 0 where the format has no Inf/NaN
   limit_mode mode = limit_mode::constant;
-  std::uint32_t t_top = 0;                 // fast_path: t(Inf)
+  std::uint32_t inf_pos = 0, inf_neg = 0;  // limit_mode::inf_lanes: complete codes for +Inf and -Inf
+  std::uint32_t special_top = 0;           // the largest |x| bits a block may hold without special lanes
+  std::uint32_t t_top = 0;                 // fast_path: the largest t a block may hold (t(Inf), or below)
   std::uint32_t direct[3] = {0, 0, 0};     // direct_path: normal_t's addend, mn, k << 23
   std::uint8_t sign_byte = 0;              // F::sign_mask
 };
@@ -148,18 +150,25 @@ constexpr encode_setup make_setup(const policy& p) noexcept {
   } else {
     s.limit = inf_magnitude;
   }
+  s.inf_pos = inf_code<F>(false);
+  s.inf_neg = inf_code<F>(F::is_signed);
+  // NaN lanes always take their codes from nan_pos / nan_neg; Inf lanes too under inf_lanes.
+  s.special_top = s.mode == limit_mode::inf_lanes ? 0x7F7FFFFFu : 0x7F800000u;
   return s;
 }
 
-// Whether the branch-free variant of encode_lanes applies (lowbit's default policy among others).
-constexpr bool simple_setup(const encode_setup& s) noexcept {
-  return s.mode == limit_mode::constant && s.nan_pos == s.nan_neg;
-}
+// Whether the block paths apply (simple policies): one limit for every finite lane, so that the
+// lanes that differ are NaN (nan_pos or nan_neg by the input's sign) and, under inf_lanes, +-Inf
+// (inf_pos, inf_neg), set after the codes are finished (finish_block). The presets all qualify;
+// inf_or_positive (toward +Inf without saturation, whose limit depends on each finite lane's sign)
+// takes encode_lanes.
+constexpr bool simple_setup(const encode_setup& s) noexcept { return s.mode != limit_mode::inf_or_positive; }
 
 struct encode_vectors {
   __m256i nan_pos, nan_neg, limit, max_bits, inf_step;
-  __m256i limit_bytes, limit_words;  // `limit` and `nan_pos` in 8- and 16-bit lanes (simple policies)
-  __m256i nan_bytes, nan_words;
+  __m256i limit_bytes, limit_words;  // `limit` and the special codes in 8- and 16-bit lanes (simple policies)
+  __m256i nan_bytes, nan_words, nan_neg_bytes, nan_neg_words;
+  __m256i inf_bytes, inf_words, inf_neg_bytes, inf_neg_words, special_top;
   // Per-call values rather than constants in the code: GCC rematerialises constant vectors inside
   // a loop that runs short of registers (three instructions each); these it reads from memory.
   __m256i t_top, sign_bytes, direct[3];
@@ -178,6 +187,13 @@ LOWBIT_AVX2_INLINE encode_vectors broadcast(const encode_setup& s) {
   v.limit_words = _mm256_set1_epi16(static_cast<short>(s.limit));
   v.nan_bytes = _mm256_set1_epi8(static_cast<char>(s.nan_pos));
   v.nan_words = _mm256_set1_epi16(static_cast<short>(s.nan_pos));
+  v.nan_neg_bytes = _mm256_set1_epi8(static_cast<char>(s.nan_neg));
+  v.nan_neg_words = _mm256_set1_epi16(static_cast<short>(s.nan_neg));
+  v.inf_bytes = _mm256_set1_epi8(static_cast<char>(s.inf_pos));
+  v.inf_words = _mm256_set1_epi16(static_cast<short>(s.inf_pos));
+  v.inf_neg_bytes = _mm256_set1_epi8(static_cast<char>(s.inf_neg));
+  v.inf_neg_words = _mm256_set1_epi16(static_cast<short>(s.inf_neg));
+  v.special_top = _mm256_set1_epi32(static_cast<int>(s.special_top));
   v.t_top = _mm256_set1_epi32(static_cast<int>(s.t_top));
   for (int k = 0; k < 3; ++k) v.direct[k] = _mm256_set1_epi32(static_cast<int>(s.direct[k]));
   v.sign_bytes = _mm256_set1_epi8(static_cast<char>(s.sign_byte));
@@ -609,9 +625,9 @@ LOWBIT_AVX2_INLINE __m256i load_random(const std::uint32_t* random_bits, int k) 
 }
 
 // ------------------------------------------------------------------------------------------------
-// Blocks of 32 under a simple policy (simple_setup: one limit, one NaN code; lowbit's default, the
-// CUDA presets, ...). Three ways to get the magnitude codes, one way to finish them: saturate,
-// sign and NaN are applied to the packed bytes (words for 16-bit formats), 32 (16) at a time.
+// Blocks of 32 under a simple policy (simple_setup: one limit for the finite lanes; every preset).
+// Three ways to get the magnitude codes, one way to finish them: saturate, sign and the special
+// lanes' codes are applied to the packed bytes (words for 16-bit formats), 32 (16) at a time.
 
 // How the codes handed to finish_block are expressed.
 enum class code_form : std::uint8_t {
@@ -635,8 +651,9 @@ LOWBIT_AVX2_INLINE void pack_signs(const __m256i x[4], __m256i signs[2]) {
 }
 
 // Completes 32 magnitude codes c (in 32-bit lanes) with their inputs' signs (pack_signs) and
-// stores them in layout L. MayNaN: some input x may be NaN (it gets v.nan_pos; x is read only
-// then). MayZero: some code may be 0 (FNUZ: no sign).
+// stores them in layout L. MayNaN: some input x may be NaN or, under limit_mode::inf_lanes, +-Inf
+// (such a lane gets v's code for it and its sign; x is read only then). MayZero: some code may be
+// 0 (FNUZ: no sign).
 template <class F, layout L, code_form Form, bool MayNaN, bool MayZero>
 LOWBIT_AVX2_INLINE void finish_block(const __m256i c[4], const __m256i signs[2], const __m256i* x,
                                      std::uint8_t* dst, const encode_vectors& v) {
@@ -652,9 +669,14 @@ LOWBIT_AVX2_INLINE void finish_block(const __m256i c[4], const __m256i signs[2],
       const __m256i sign = _mm256_and_si256(signs[h], _mm256_set1_epi16(static_cast<short>(0x8000)));
       w = _mm256_or_si256(w, sign);
       if constexpr (MayNaN) {
-        const __m256i n0 = _mm256_cmpgt_epi32(_mm256_and_si256(x[2 * h], abs_mask), inf);
-        const __m256i n1 = _mm256_cmpgt_epi32(_mm256_and_si256(x[2 * h + 1], abs_mask), inf);
-        w = _mm256_blendv_epi8(w, v.nan_words, _mm256_packs_epi32(n0, n1));
+        const __m256i a0 = _mm256_and_si256(x[2 * h], abs_mask), a1 = _mm256_and_si256(x[2 * h + 1], abs_mask);
+        const __m256i neg = _mm256_srai_epi16(signs[h], 15);
+        const __m256i nan = _mm256_packs_epi32(_mm256_cmpgt_epi32(a0, inf), _mm256_cmpgt_epi32(a1, inf));
+        w = _mm256_blendv_epi8(w, _mm256_blendv_epi8(v.nan_words, v.nan_neg_words, neg), nan);
+        if (v.mode == limit_mode::inf_lanes) {
+          const __m256i is_inf = _mm256_packs_epi32(_mm256_cmpeq_epi32(a0, inf), _mm256_cmpeq_epi32(a1, inf));
+          w = _mm256_blendv_epi8(w, _mm256_blendv_epi8(v.inf_words, v.inf_neg_words, neg), is_inf);
+        }
       }
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 32 * h), _mm256_permute4x64_epi64(w, 0xD8));
     }
@@ -670,10 +692,17 @@ LOWBIT_AVX2_INLINE void finish_block(const __m256i c[4], const __m256i signs[2],
       b = _mm256_or_si256(b, sign);
     }
     if constexpr (MayNaN) {
-      __m256i n[4];
-      for (int k = 0; k < 4; ++k) n[k] = _mm256_cmpgt_epi32(_mm256_and_si256(x[k], abs_mask), inf);
+      // signs[0]: the inputs' signs in the bytes' order, in each byte's top bit (blendv's select).
+      __m256i a[4], n[4];
+      for (int k = 0; k < 4; ++k) a[k] = _mm256_and_si256(x[k], abs_mask);
+      for (int k = 0; k < 4; ++k) n[k] = _mm256_cmpgt_epi32(a[k], inf);
       const __m256i m = _mm256_packs_epi16(_mm256_packs_epi32(n[0], n[1]), _mm256_packs_epi32(n[2], n[3]));
-      b = _mm256_blendv_epi8(b, v.nan_bytes, m);
+      b = _mm256_blendv_epi8(b, _mm256_blendv_epi8(v.nan_bytes, v.nan_neg_bytes, signs[0]), m);
+      if (v.mode == limit_mode::inf_lanes) {
+        for (int k = 0; k < 4; ++k) n[k] = _mm256_cmpeq_epi32(a[k], inf);
+        const __m256i i = _mm256_packs_epi16(_mm256_packs_epi32(n[0], n[1]), _mm256_packs_epi32(n[2], n[3]));
+        b = _mm256_blendv_epi8(b, _mm256_blendv_epi8(v.inf_bytes, v.inf_neg_bytes, signs[0]), i);
+      }
     }
     b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
     if constexpr (L == layout::bytes)
@@ -701,6 +730,14 @@ struct fast_path {
       F::has_subnormals && F::exponent_bits >= 4 && normal_range<F, RM>::rounding_supported;
 };
 
+// The largest t a block may hold to take path 2: t(Inf), or one less under inf_lanes, whose Inf
+// lanes finish_block must then see (t is nondecreasing in |x|, so only t(Inf) and perhaps the
+// largest finite floats are turned away).
+template <class F, rounding RM>
+constexpr std::uint32_t fast_t_top(const encode_setup& s) noexcept {
+  return normal_range<F, RM>::t_inf - (s.mode == limit_mode::inf_lanes ? 1u : 0u);
+}
+
 template <class F, rounding RM, layout L>
 LOWBIT_AVX2_INLINE bool encode_block_fast(const __m256i x[4], const __m256i r[4], std::uint8_t* dst,
                                           const encode_vectors& v) {
@@ -722,8 +759,8 @@ LOWBIT_AVX2_INLINE bool encode_block_fast(const __m256i x[4], const __m256i r[4]
   t = normal_t<F, RM>(_mm256_and_si256(x[3], abs_mask), addend);
   top = _mm256_max_epu32(top, t);
   c[3] = fast_code<F, RM>(t, r[3]);
-  const __m256i t_inf = v.t_top;  // nr::t_inf
-  if (!_mm256_testc_si256(_mm256_cmpeq_epi32(_mm256_max_epu32(top, t_inf), t_inf), _mm256_set1_epi32(-1))) return false;
+  const __m256i t_top = v.t_top;  // fast_t_top
+  if (!_mm256_testc_si256(_mm256_cmpeq_epi32(_mm256_max_epu32(top, t_top), t_top), _mm256_set1_epi32(-1))) return false;
   finish_block<F, L, code_form::minus_base, false, false>(c, signs, nullptr, dst, v);
   return true;
 }
@@ -733,7 +770,7 @@ LOWBIT_AVX2_INLINE bool encode_block_fast(const __m256i x[4], const __m256i r[4]
 // is the IEEE conversion, which path 1 computes: every finite float rounds to the same bits,
 // float16 subnormals included, and what rounds past the largest finite becomes Inf, which the
 // limit turns into the policy's magnitude as it does path 1's codes (Inf too). A block with a NaN
-// (vcvtps2ph keeps its payload) goes to path 3. One instruction per 8 codes where path 1 takes
+// (vcvtps2ph keeps its payload), or with an Inf under inf_lanes (special_top), goes to path 3. One instruction per 8 codes where path 1 takes
 // about 12.
 template <class F, rounding RM>
 constexpr bool f16c_path = std::is_same<F, formats::binary16>::value && RM == rounding::nearest_even;
@@ -742,7 +779,7 @@ LOWBIT_AVX2_INLINE bool encode_block_f16c(const __m256i x[4], std::uint8_t* dst,
   const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF);
   const __m256i top = _mm256_max_epu32(_mm256_max_epu32(_mm256_and_si256(x[0], abs_mask), _mm256_and_si256(x[1], abs_mask)),
                                        _mm256_max_epu32(_mm256_and_si256(x[2], abs_mask), _mm256_and_si256(x[3], abs_mask)));
-  if (!_mm256_testz_si256(_mm256_cmpgt_epi32(top, _mm256_set1_epi32(0x7F800000)), _mm256_set1_epi32(-1))) return false;
+  if (!_mm256_testz_si256(_mm256_cmpgt_epi32(top, v.special_top), _mm256_set1_epi32(-1))) return false;
   const __m256i sign = _mm256_set1_epi16(static_cast<short>(0x8000));
   for (int h = 0; h < 2; ++h) {
     constexpr int rn = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
@@ -759,7 +796,8 @@ LOWBIT_AVX2_INLINE bool encode_block_direct(const __m256i x[4], std::uint8_t* ds
   if constexpr (f16c_path<F, RM>) return encode_block_f16c(x, dst, v);
   __m256i signs[2];
   pack_signs<L>(x, signs);
-  // Each code right away; the NaN check (|x| above Inf's bits) accumulated and decided last.
+  // Each code right away; the check for NaN (|x| above Inf's bits) or, under inf_lanes, Inf
+  // (special_top) accumulated and decided last.
   const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF);
   __m256i c[4];
   __m256i a = _mm256_and_si256(x[0], abs_mask);
@@ -774,8 +812,7 @@ LOWBIT_AVX2_INLINE bool encode_block_direct(const __m256i x[4], std::uint8_t* ds
   a = _mm256_and_si256(x[3], abs_mask);
   top = _mm256_max_epi32(top, a);
   c[3] = direct_code<F, RM>(a, v.direct[0], v.direct[1], v.direct[2]);
-  if (!_mm256_testz_si256(_mm256_cmpgt_epi32(top, _mm256_set1_epi32(0x7F800000)), _mm256_set1_epi32(-1)))
-    return false;
+  if (!_mm256_testz_si256(_mm256_cmpgt_epi32(top, v.special_top), _mm256_set1_epi32(-1))) return false;
   finish_block<F, L, code_form::exact, false, true>(c, signs, nullptr, dst, v);
   return true;
 }
@@ -953,8 +990,8 @@ LOWBIT_TARGET_AVX2 void encode_loop(plain_reader, const From* src, std::uint8_t*
   encode_loop<F, RM, General, L>(read, src, dst, n, setup, random_bits);
 }
 
-// The simple-policy blocks are compiled for the common rounding modes only; the others (and every
-// policy with per-lane limits or a signed NaN) take the general per-lane completion.
+// The simple-policy blocks are compiled for the common rounding modes only; the others (and the
+// policies whose limit depends on each lane's sign) take the general per-lane completion.
 template <class F, rounding RM, layout L, class Reader, class From>
 void encode_variant(const Reader& read, const From* src, std::uint8_t* dst, std::size_t n, const encode_setup& s,
                     const std::uint32_t* random_bits) noexcept {
@@ -969,7 +1006,7 @@ void encode_variant(const Reader& read, const From* src, std::uint8_t* dst, std:
         const ieee_scope_traceless env;
         return encode_loop<F, RM, false, L>(read, src, dst, n, t, random_bits);
       } else if constexpr (fast_path<F, RM>::available) {
-        t.t_top = normal_range<F, RM>::t_inf;
+        t.t_top = fast_t_top<F, RM>(t);
       }
       return encode_loop<F, RM, false, L>(read, src, dst, n, t, random_bits);
     }

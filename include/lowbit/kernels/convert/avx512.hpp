@@ -5,7 +5,7 @@
 // What they cover, the rest staying on the AVX2 kernels (which the avx512 path runs too):
 //  - encoding float32, bfloat16 and float16 into every format with path 1 (direct_path: FP8, FP6,
 //    FP4 unpacked and packed, E8M0, float16, bfloat16) for round-to-nearest-even and toward-zero
-//    under simple policies (simple_setup: one limit, one NaN code; lowbit's default among them);
+//    under simple policies (simple_setup: one limit for the finite lanes; every preset);
 //    16-bit sources are widened exactly to float32 as they are loaded (load16);
 //  - the same, under the other rounding modes (stochastic, toward +Inf, the nearest variants;
 //    simple policies): path 3 (lanes.hpp: magnitude_lanes) over 64 lanes, after path 2 where
@@ -86,10 +86,17 @@ using V = w512;
 struct encode_vectors {
   __m512i d0, d1, d2;                            // direct_code's constants (make_direct_setup)
   __m512i abs_mask, inf;                         // 0x7FFFFFFF, Inf's bits
-  __m512i limit_bytes, nan_bytes, sign_bytes;    // byte layouts
-  __m512i limit_words, nan_words, sign_words;    // float16, bfloat16
+  __m512i special_top;                           // |x| above it: a special lane (encode_setup)
+  __m512i t_top;                                 // path 2: the largest t it takes (fast_t_top)
+  __m512i limit_bytes, sign_bytes;               // byte layouts
+  __m512i limit_words, sign_words;               // float16, bfloat16
   __m512i magnitude_bytes;                       // 0x7F (FNUZ: no sign on 0 and 0x80)
+  // The special lanes' complete codes, for a positive and a negative input: NaN, and +-Inf under
+  // limit_mode::inf_lanes (inf_lanes).
+  __m512i nan_bytes, nan_neg_bytes, inf_bytes, inf_neg_bytes;
+  __m512i nan_words, nan_neg_words, inf_words, inf_neg_words;
   bool nan_above_limit;                          // byte layouts: limit < 0xFF (encode_block)
+  bool inf_lanes;
 };
 
 LOWBIT_AVX512_INLINE encode_vectors vectors_of(const encode_setup& s) {
@@ -99,14 +106,23 @@ LOWBIT_AVX512_INLINE encode_vectors vectors_of(const encode_setup& s) {
   v.d2 = _mm512_set1_epi32(static_cast<int>(s.direct[2]));
   v.abs_mask = _mm512_set1_epi32(0x7FFFFFFF);
   v.inf = _mm512_set1_epi32(0x7F800000);
+  v.special_top = _mm512_set1_epi32(static_cast<int>(s.special_top));
+  v.t_top = _mm512_set1_epi32(static_cast<int>(s.t_top));
   v.limit_bytes = _mm512_set1_epi8(static_cast<char>(s.limit < 0xFF ? s.limit : 0xFF));
-  v.nan_bytes = _mm512_set1_epi8(static_cast<char>(s.nan_pos));
   v.sign_bytes = _mm512_set1_epi8(static_cast<char>(s.sign_byte));
   v.limit_words = _mm512_set1_epi16(static_cast<short>(s.limit));
-  v.nan_words = _mm512_set1_epi16(static_cast<short>(s.nan_pos));
   v.sign_words = _mm512_set1_epi16(static_cast<short>(0x8000));
   v.magnitude_bytes = _mm512_set1_epi8(0x7F);
+  v.nan_bytes = _mm512_set1_epi8(static_cast<char>(s.nan_pos));
+  v.nan_neg_bytes = _mm512_set1_epi8(static_cast<char>(s.nan_neg));
+  v.inf_bytes = _mm512_set1_epi8(static_cast<char>(s.inf_pos));
+  v.inf_neg_bytes = _mm512_set1_epi8(static_cast<char>(s.inf_neg));
+  v.nan_words = _mm512_set1_epi16(static_cast<short>(s.nan_pos));
+  v.nan_neg_words = _mm512_set1_epi16(static_cast<short>(s.nan_neg));
+  v.inf_words = _mm512_set1_epi16(static_cast<short>(s.inf_pos));
+  v.inf_neg_words = _mm512_set1_epi16(static_cast<short>(s.inf_neg));
   v.nan_above_limit = s.limit < 0xFF;
+  v.inf_lanes = s.mode == avx2::detail::limit_mode::inf_lanes;
   return v;
 }
 
@@ -119,27 +135,62 @@ LOWBIT_AVX512_INLINE __m512i codes16(__m512i x, const encode_vectors& v, __mmask
   return direct_code<F, RM>(*a, v.d0, v.d1, v.d2);
 }
 
-// The NaN lanes of 64 inputs (|x| = a0..a3) as one mask in element order.
-LOWBIT_AVX512_INLINE __mmask64 nan_lanes(__m512i a0, __m512i a1, __m512i a2, __m512i a3, const encode_vectors& v) {
-  const __mmask32 lo = _mm512_kunpackw(_mm512_cmpgt_epi32_mask(a1, v.inf), _mm512_cmpgt_epi32_mask(a0, v.inf));
-  const __mmask32 hi = _mm512_kunpackw(_mm512_cmpgt_epi32_mask(a3, v.inf), _mm512_cmpgt_epi32_mask(a2, v.inf));
+// The lanes of 64 inputs (|x| = a0..a3) whose bits compare as Cmp (_MM_CMPINT_NLE: above, or
+// _MM_CMPINT_EQ) with b's, as one mask in element order.
+template <int Cmp>
+LOWBIT_AVX512_INLINE __mmask64 lanes_where(__m512i a0, __m512i a1, __m512i a2, __m512i a3, __m512i b) {
+  const __mmask32 lo = _mm512_kunpackw(_mm512_cmp_epi32_mask(a1, b, Cmp), _mm512_cmp_epi32_mask(a0, b, Cmp));
+  const __mmask32 hi = _mm512_kunpackw(_mm512_cmp_epi32_mask(a3, b, Cmp), _mm512_cmp_epi32_mask(a2, b, Cmp));
   return _mm512_kunpackd(hi, lo);
 }
 
-// Whether one of 64 inputs (|x| = a0..a3) is NaN: one compare of the largest decides whether the
-// lanes are needed (three maxima and a compare instead of four compares and three mask joins).
-LOWBIT_AVX512_INLINE bool any_nan(__m512i a0, __m512i a1, __m512i a2, __m512i a3, const encode_vectors& v) {
-  return _mm512_cmpgt_epi32_mask(_mm512_max_epi32(_mm512_max_epi32(a0, a1), _mm512_max_epi32(a2, a3)), v.inf) != 0;
+// Whether one of 64 inputs (|x| = a0..a3) is special (NaN; +-Inf too under inf_lanes): one compare
+// of the largest decides whether the lanes are needed (three maxima and a compare instead of four
+// compares and three mask joins).
+LOWBIT_AVX512_INLINE bool any_special(__m512i a0, __m512i a1, __m512i a2, __m512i a3, const encode_vectors& v) {
+  return _mm512_cmpgt_epi32_mask(_mm512_max_epi32(_mm512_max_epi32(a0, a1), _mm512_max_epi32(a2, a3)), v.special_top) !=
+         0;
 }
 
-// 64 16-bit codes (w0: elements 0-31, w1: 32-63) -> dst, the NaN lanes (|x| = a0..a3) holding the
-// policy's NaN code.
+// Lanes m of 64 codes (`codes`: bytes in element order, or, for the 16-bit formats, the 32 words
+// of one half, Half 0: elements 0-31, 1: 32-63) set to pos, or to neg_code where the input is
+// negative (neg).
+template <int Half>
+LOWBIT_AVX512_INLINE __m512i set_by_sign(__m512i codes, __mmask64 m, __mmask64 neg, __m512i pos, __m512i neg_code) {
+  if constexpr (Half < 0) {
+    codes = _mm512_mask_mov_epi8(codes, m & ~neg, pos);
+    return _mm512_mask_mov_epi8(codes, m & neg, neg_code);
+  } else {
+    const __mmask32 h = static_cast<__mmask32>(m >> (32 * Half)), n = static_cast<__mmask32>(neg >> (32 * Half));
+    codes = _mm512_mask_mov_epi16(codes, h & ~n, pos);
+    return _mm512_mask_mov_epi16(codes, h & n, neg_code);
+  }
+}
+
+// The special lanes of 64 inputs (|x| = a0..a3; neg: the negative ones) given their codes, in
+// codes as set_by_sign takes them: NaN, and +-Inf under inf_lanes.
+template <int Half = -1>
+LOWBIT_AVX512_INLINE __m512i with_specials(__m512i codes, __m512i a0, __m512i a1, __m512i a2, __m512i a3,
+                                           __mmask64 neg, const encode_vectors& v) {
+  const __mmask64 nan = lanes_where<_MM_CMPINT_NLE>(a0, a1, a2, a3, v.inf);
+  codes = Half < 0 ? set_by_sign<Half>(codes, nan, neg, v.nan_bytes, v.nan_neg_bytes)
+                   : set_by_sign<Half>(codes, nan, neg, v.nan_words, v.nan_neg_words);
+  if (v.inf_lanes) {
+    const __mmask64 inf = lanes_where<_MM_CMPINT_EQ>(a0, a1, a2, a3, v.inf);
+    codes = Half < 0 ? set_by_sign<Half>(codes, inf, neg, v.inf_bytes, v.inf_neg_bytes)
+                     : set_by_sign<Half>(codes, inf, neg, v.inf_words, v.inf_neg_words);
+  }
+  return codes;
+}
+
+// 64 16-bit codes (w0: elements 0-31, w1: 32-63), each with its input's sign in its top bit ->
+// dst, the special lanes (|x| = a0..a3) holding the policy's codes for them.
 LOWBIT_AVX512_INLINE void store_words(std::uint8_t* dst, __m512i w0, __m512i w1, __m512i a0, __m512i a1, __m512i a2,
                                       __m512i a3, const encode_vectors& v) {
-  if (any_nan(a0, a1, a2, a3, v)) {
-    const __mmask64 nan = nan_lanes(a0, a1, a2, a3, v);
-    w0 = _mm512_mask_mov_epi16(w0, static_cast<__mmask32>(nan), v.nan_words);
-    w1 = _mm512_mask_mov_epi16(w1, static_cast<__mmask32>(nan >> 32), v.nan_words);
+  if (any_special(a0, a1, a2, a3, v)) {
+    const __mmask64 neg = _mm512_kunpackd(_mm512_movepi16_mask(w1), _mm512_movepi16_mask(w0));
+    w0 = with_specials<0>(w0, a0, a1, a2, a3, neg, v);
+    w1 = with_specials<1>(w1, a0, a1, a2, a3, neg, v);
   }
   _mm512_storeu_si512(dst, w0);
   _mm512_storeu_si512(dst + 64, w1);
@@ -176,7 +227,8 @@ LOWBIT_AVX512_INLINE void store_bytes(std::uint8_t* dst, __m512i b) {
 
 // 64 magnitude codes c0..c3 (element 16k + j in lane j of c[k]; Form: the code itself, or the
 // code - 2^M), the negative lanes s0..s3 and |x| = a0..a3 -> layout L at dst: limited, signed, and
-// the NaN lanes given the NaN code (MayNaN: some input may be NaN; a0..a3 are read only then).
+// the special lanes given their codes (MayNaN: some input may be NaN, or +-Inf under inf_lanes;
+// a0..a3 are read only then).
 template <class F, layout L, code_form Form, bool MayNaN>
 LOWBIT_AVX512_INLINE void finish_block(__m512i c0, __m512i c1, __m512i c2, __m512i c3, __mmask16 s0, __mmask16 s1,
                                        __mmask16 s2, __mmask16 s3, __m512i a0, __m512i a1, __m512i a2, __m512i a3,
@@ -206,19 +258,22 @@ LOWBIT_AVX512_INLINE void finish_block(__m512i c0, __m512i c1, __m512i c2, __m51
     __m512i b = bytes_of_codes(c0, c1, c2, c3);
     if constexpr (Form == code_form::minus_base) b = _mm512_adds_epu8(b, _mm512_set1_epi8(static_cast<char>(base)));
     // A NaN's code is at least 0x100 in every byte format (its exponent field is all ones; the
-    // codes stay below 0x8000, so the packs saturate it to 0xFF): under a limit below 0xFF, one
-    // byte compare says whether a lane might be NaN, and only then (NaN, Inf or overflow in the
-    // block) do the three maxima and the compare run.
-    const bool maybe_nan = MayNaN && (!v.nan_above_limit || _mm512_cmpgt_epu8_mask(b, v.limit_bytes) != 0);
+    // codes stay below 0x8000, so the packs saturate it to 0xFF), and Inf's is above the limit
+    // under inf_lanes (max finite): under a limit below 0xFF, one byte compare says whether a lane
+    // might be special, and only then (NaN, Inf or overflow in the block) do the three maxima and
+    // the compare run.
+    const bool maybe_special = MayNaN && (!v.nan_above_limit || _mm512_cmpgt_epu8_mask(b, v.limit_bytes) != 0);
     b = _mm512_min_epu8(b, v.limit_bytes);
+    __mmask64 neg = 0;
     if constexpr (F::is_signed) {
-      __mmask64 neg = _mm512_kunpackd(_mm512_kunpackw(s3, s2), _mm512_kunpackw(s1, s0));
+      neg = _mm512_kunpackd(_mm512_kunpackw(s3, s2), _mm512_kunpackw(s1, s0));
       // FNUZ: no sign on 0 (no negative zero) nor on 0x80 (the NaN code non-saturating overflow
       // gives, which absorbs the sign). Every other magnitude code is below the sign bit.
-      if constexpr (!F::has_negative_zero) neg = _mm512_mask_test_epi8_mask(neg, b, v.magnitude_bytes);
-      b = _mm512_mask_add_epi8(b, neg, b, v.sign_bytes);
+      __mmask64 signed_lanes = neg;
+      if constexpr (!F::has_negative_zero) signed_lanes = _mm512_mask_test_epi8_mask(neg, b, v.magnitude_bytes);
+      b = _mm512_mask_add_epi8(b, signed_lanes, b, v.sign_bytes);
     }
-    if (maybe_nan && any_nan(a0, a1, a2, a3, v)) b = _mm512_mask_mov_epi8(b, nan_lanes(a0, a1, a2, a3, v), v.nan_bytes);
+    if (maybe_special && any_special(a0, a1, a2, a3, v)) b = with_specials(b, a0, a1, a2, a3, neg, v);
     store_bytes<L>(dst, b);
   }
 }
@@ -334,15 +389,15 @@ LOWBIT_AVX512_INLINE __m512i fast_codes16(__m512i x, const std::uint32_t* r, con
 template <class F, rounding RM, layout L, class From>
 LOWBIT_AVX512_INLINE void encode_fast_at(const From* src, const std::uint32_t* r, std::uint8_t* dst,
                                          const encode_vectors& v) {
-  using nr = normal_range<F, RM>;
   __mmask16 s0, s1, s2, s3;
   __m512i top = _mm512_setzero_si512();
   const __m512i c0 = fast_codes16<F, RM>(load16(src), r, v, &s0, &top);
   const __m512i c1 = fast_codes16<F, RM>(load16(src + 16), r + 16, v, &s1, &top);
   const __m512i c2 = fast_codes16<F, RM>(load16(src + 32), r + 32, v, &s2, &top);
   const __m512i c3 = fast_codes16<F, RM>(load16(src + 48), r + 48, v, &s3, &top);
-  // A NaN has t above t(Inf), a value below the normal range a negative t (avx2.hpp: fast_path).
-  if (_mm512_cmpgt_epu32_mask(top, _mm512_set1_epi32(static_cast<int>(nr::t_inf))) != 0)
+  // A NaN has t above t(Inf), a value below the normal range a negative t (avx2.hpp: fast_path);
+  // t_top is below t(Inf) where Inf lanes need their own codes (fast_t_top).
+  if (_mm512_cmpgt_epu32_mask(top, v.t_top) != 0)
     return encode_general_outlined<F, RM, L>(src, r, dst, v);
   finish_block<F, L, code_form::minus_base, false>(c0, c1, c2, c3, s0, s1, s2, s3, top, top, top, top, dst, v);
 }
@@ -521,6 +576,7 @@ void encode_mode(const From* src, std::uint8_t* dst, std::size_t n, const policy
     const ieee_scope_traceless env;
     encode_loop<F, RM, L>(src, dst, n, s, nullptr);
   } else {
+    if constexpr (avx2::detail::fast_path<F, RM>::available) s.t_top = avx2::detail::fast_t_top<F, RM>(s);
     encode_loop<F, RM, L>(src, dst, n, s, rb);  // integer arithmetic only: no MXCSR to set
   }
 }
@@ -1196,8 +1252,9 @@ struct can_encode<From, minifloat<F>>
                                        detail::direct_path<F, rounding::nearest_even>::available &&
                                        detail::direct_path<F, rounding::toward_zero>::available> {};
 
-// The policies the encoders take: every rounding mode under a simple policy (one limit, one NaN
-// code), among what the AVX2 kernels take (avx2::supports_policy).
+// The policies the encoders take: every rounding mode under a simple policy (avx2.hpp's
+// simple_setup: one limit for the finite lanes; every preset), among what the AVX2 kernels take
+// (avx2::supports_policy).
 template <class F>
 inline bool covers(const policy& p) noexcept {
   return avx2::supports_policy<F>(p) && avx2::detail::simple_setup(avx2::detail::make_setup<F>(p));

@@ -9,7 +9,8 @@
 //                   encode_block), never to memory. Covered: the policies that encoder covers
 //                   (nearest-even and toward zero, simple policies), scales with a normal
 //                   reciprocal. Everything else (stochastic rounding, the other rounding modes,
-//                   per-lane limits, scales above 2^126) goes to the AVX2 kernel, from here.
+//                   limits that depend on the lane's sign, scales above 2^126) goes to the AVX2
+//                   kernel, from here.
 //  dequantize_tile  with VBMI, the codes' exact values looked up in byte tables (the conversion
 //                   decoder's vbmi_decode64) times the scale; without, the float16-twin widening
 //                   (vcvtph2ps of 16 lanes) times the scale with the twin's power of two folded in.
