@@ -62,7 +62,8 @@ auto make_distribution(std::size_t n, lowbit_bench::distribution d) {
 }
 
 template <class T, class From>
-void encode_bench(benchmark::State& state, std::size_t n, isa which, overflow ov, rounding rm) {
+void encode_bench(benchmark::State& state, std::size_t n, isa which, const lowbit::policy& p) {
+  const rounding rm = p.rm;
   auto src = make_source<From, T>(n);
   auto dst = make_buffer<T>(n);
   auto random = make_buffer<std::uint32_t>(rm == rounding::stochastic ? n : 1);
@@ -73,7 +74,7 @@ void encode_bench(benchmark::State& state, std::size_t n, isa which, overflow ov
   const std::uint32_t* r = rm == rounding::stochastic ? random.get() : nullptr;
   const lowbit::scoped_isa path(which);
   for (auto _ : state) {
-    lowbit::convert(src.get(), dst.get(), n, ov, rm, r);
+    lowbit::convert(src.get(), dst.get(), n, p, r);
     benchmark::DoNotOptimize(dst.get());
     benchmark::ClobberMemory();
   }
@@ -182,8 +183,16 @@ void add(const std::string& name, Fn fn) {
 }
 
 template <class T, class From = float>
+void add_encode(const std::string& name, const lowbit::policy& p) {
+  add(name, [p](benchmark::State& s, std::size_t n, isa which) { encode_bench<T, From>(s, n, which, p); });
+}
+
+template <class T, class From = float>
 void add_encode(const std::string& name, overflow ov = overflow::saturate, rounding rm = rounding::nearest_even) {
-  add(name, [ov, rm](benchmark::State& s, std::size_t n, isa which) { encode_bench<T, From>(s, n, which, ov, rm); });
+  lowbit::policy p;
+  p.ov = ov;
+  p.rm = rm;
+  add_encode<T, From>(name, p);
 }
 
 bool register_conversions() {
@@ -208,6 +217,10 @@ bool register_conversions() {
   // Where no kernel has a path of its own: the AVX2 kernel's general per-lane path.
   add_encode<float4_e2m1fn>("f32->e2m1fn/stochastic", overflow::saturate, rounding::stochastic);
   add_encode<float8_e4m3fn>("f32->e4m3fn/nearest_away", overflow::saturate, rounding::nearest_away);
+  // Presets with NaN codes by sign (and PyTorch's saturation keeping +-Inf): the block paths too.
+  add_encode<float8_e4m3fn>("f32->e4m3fn/pytorch", presets::pytorch(overflow::saturate));
+  add_encode<float8_e5m2>("f32->e5m2/ml_dtypes", presets::ml_dtypes());
+  add_encode<bfloat16>("f32->bf16/pytorch", presets::pytorch());
   // 16-bit sources.
   add_encode<float8_e4m3fn, float16>("f16->e4m3fn");
   add_encode<float8_e4m3fn, bfloat16>("bf16->e4m3fn");
