@@ -344,10 +344,75 @@ void check_near_decisions(unsigned seed) {
       }
 }
 
+// The same points, one lane per block of 64 (a SIMD step), the other 63 lanes at quarter points
+// between two codes of T (far from every decision): whether a step is divided then rests on that
+// lane alone, where above nearly every step holds a lane near a decision. The lone lane is a code
+// of T or the midpoint above it (subnormal codes included), or T's largest value (a 1 x 128
+// block's largest element lands there), moved up to 4 float steps after scaling.
+template <class T>
+void check_lone_decisions(unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> unit(1.0f, 2.0f);
+  const std::size_t rows = 32, cols = 64 * 32;
+  std::vector<float> s(rows * (cols / 64));
+  for (float& v : s) v = unit(gen) * std::ldexp(1.0f, static_cast<int>(gen() % 24) - 12);
+  std::vector<float> values;  // T's positive finite values, ascending
+  for (unsigned c = 1; c < 128; ++c) {
+    const float v = lb::decode(T::from_bits(static_cast<std::uint8_t>(c)));
+    if (std::isfinite(v) && v > 0) values.push_back(v);
+  }
+  std::sort(values.begin(), values.end());
+  const float largest = values.back();
+  // The quarter points lie in T's normal range: below it every step would be divided anyway.
+  const std::size_t first_normal = static_cast<std::size_t>(
+      std::lower_bound(values.begin(), values.end(), static_cast<float>(std::numeric_limits<T>::min())) - values.begin());
+  std::vector<float> x(rows * cols);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const float sc = s[i / 64];
+    const float sign = gen() % 2 ? 1.0f : -1.0f;
+    if (i % 64 != (i / 64 * 37) % 64) {  // a quarter point
+      const std::size_t k = first_normal + gen() % (values.size() - 1 - first_normal);
+      x[i] = sign * (0.75f * values[k] + 0.25f * values[k + 1]) * sc;
+      continue;
+    }
+    const std::size_t k = gen() % (values.size() - 1);
+    const unsigned kind = gen() % 3;
+    float target = kind == 0 ? values[k] : kind == 1 ? (values[k] + values[k + 1]) / 2 : largest;
+    float v = sign * target * sc;
+    for (int m = static_cast<int>(gen() % 9) - 4; m != 0; m += m < 0 ? 1 : -1) v = std::nextafter(v, m < 0 ? -inf_f : inf_f);
+    x[i] = v;
+  }
+  for (lb::rounding rm : {lb::rounding::nearest_even, lb::rounding::toward_zero})
+    for (lb::overflow ov : {lb::overflow::saturate, lb::overflow::non_saturate}) {
+      fp8_options o = lb::fp8_presets::blockwise(1, 64);
+      o.element_rounding = rm;
+      o.element_overflow = ov;
+      lb::policy p;
+      p.ov = ov;
+      p.rm = rm;
+      std::vector<std::uint8_t> want(x.size());
+      for (std::size_t i = 0; i < x.size(); ++i) want[i] = lb::encode<T>(x[i] / s[i / 64], p).bits();
+      for (lb::isa path : paths()) {
+        const lb::scoped_isa use(path);
+        std::vector<T> q(x.size());
+        ASSERT_TRUE(lb::fp8_quantize_fixed(x.data(), s.data(), rows, cols, o, q.data()).ok());
+        EXPECT_EQ(bytes_of(q), want) << lb::isa_name(path) << " rounding " << static_cast<int>(rm) << " overflow "
+                                     << static_cast<int>(ov);
+      }
+    }
+}
+
 TEST(Fp8Reference, QuotientsNearEveryDecision) {
   check_near_decisions<lb::float8_e4m3fn>(21);
   check_near_decisions<lb::float8_e5m2>(22);
   check_near_decisions<lb::float8_e4m3fnuz>(23);
+}
+
+TEST(Fp8Reference, LoneQuotientsNearADecision) {
+  check_lone_decisions<lb::float8_e4m3fn>(31);
+  check_lone_decisions<lb::float8_e5m2>(32);
+  check_lone_decisions<lb::float8_e4m3fnuz>(33);
+  check_lone_decisions<lb::float8_e5m2fnuz>(34);
 }
 
 TEST(Fp8Reference, StochasticRoundingUsesTheCallersBits) {
