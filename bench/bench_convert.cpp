@@ -214,7 +214,7 @@ bool register_conversions() {
   add_encode<float8_e4m3fn>("f32->e4m3fn/stochastic", overflow::saturate, rounding::stochastic);
   add_encode<float8_e5m2>("f32->e5m2/stochastic", overflow::saturate, rounding::stochastic);
   add_encode<bfloat16>("f32->bf16/stochastic", overflow::saturate, rounding::stochastic);
-  // Where no kernel has a path of its own: the AVX2 kernel's general per-lane path.
+  // Paths 2 and 3 (the per-lane path) on AVX-512 and AVX2.
   add_encode<float4_e2m1fn>("f32->e2m1fn/stochastic", overflow::saturate, rounding::stochastic);
   add_encode<float8_e4m3fn>("f32->e4m3fn/nearest_away", overflow::saturate, rounding::nearest_away);
   // Presets with NaN codes by sign (and PyTorch's saturation keeping +-Inf): the block paths too.

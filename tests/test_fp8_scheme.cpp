@@ -284,6 +284,20 @@ TEST(Fp8Reference, OptionsThatChangeTheScaleOrTheElements) {
 // (a value of T, a midpoint between two, the overflow threshold), for many scales: where x * (1/s)
 // and x / s can encode differently. Both applications, every rounding mode, in blocks of 1 x 64
 // (one run per row) and as one block per row of 100 (zero-padded tails).
+// The options of the two tests below, blocks of 1 x 64, and the policy of their reference.
+struct near_decision_case {
+  fp8_options o;
+  lb::policy p;
+};
+near_decision_case near_decision_options(lb::rounding rm, lb::overflow ov) {
+  near_decision_case c{lb::fp8_presets::blockwise(1, 64), {}};
+  c.o.element_rounding = rm;
+  c.o.element_overflow = ov;
+  c.p.ov = ov;
+  c.p.rm = rm;
+  return c;
+}
+
 template <class T>
 void check_near_decisions(unsigned seed) {
   std::mt19937 gen(seed);
@@ -311,13 +325,8 @@ void check_near_decisions(unsigned seed) {
     for (lb::rounding rm : {lb::rounding::nearest_even, lb::rounding::toward_zero, lb::rounding::toward_pos_inf,
                             lb::rounding::nearest_away, lb::rounding::nearest_toward_zero})
       for (lb::overflow ov : {lb::overflow::saturate, lb::overflow::non_saturate}) {
-        fp8_options o = lb::fp8_presets::blockwise(1, 64);
+        auto [o, p] = near_decision_options(rm, ov);
         o.application = a;
-        o.element_rounding = rm;
-        o.element_overflow = ov;
-        lb::policy p;
-        p.ov = ov;
-        p.rm = rm;
         std::vector<std::uint8_t> want(x.size());
         for (std::size_t i = 0; i < x.size(); ++i) {
           const float sc = s[(i / cols) * (cols / 64) + (i % cols) / 64];
@@ -384,12 +393,7 @@ void check_lone_decisions(unsigned seed) {
   }
   for (lb::rounding rm : {lb::rounding::nearest_even, lb::rounding::toward_zero})
     for (lb::overflow ov : {lb::overflow::saturate, lb::overflow::non_saturate}) {
-      fp8_options o = lb::fp8_presets::blockwise(1, 64);
-      o.element_rounding = rm;
-      o.element_overflow = ov;
-      lb::policy p;
-      p.ov = ov;
-      p.rm = rm;
+      const auto [o, p] = near_decision_options(rm, ov);
       std::vector<std::uint8_t> want(x.size());
       for (std::size_t i = 0; i < x.size(); ++i) want[i] = lb::encode<T>(x[i] / s[i / 64], p).bits();
       for (lb::isa path : paths()) {

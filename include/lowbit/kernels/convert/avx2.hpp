@@ -770,8 +770,8 @@ LOWBIT_AVX2_INLINE bool encode_block_fast(const __m256i x[4], const __m256i r[4]
 // is the IEEE conversion, which path 1 computes: every finite float rounds to the same bits,
 // float16 subnormals included, and what rounds past the largest finite becomes Inf, which the
 // limit turns into the policy's magnitude as it does path 1's codes (Inf too). A block with a NaN
-// (vcvtps2ph keeps its payload), or with an Inf under inf_lanes (special_top), goes to path 3. One instruction per 8 codes where path 1 takes
-// about 12.
+// (vcvtps2ph keeps its payload), or with an Inf under inf_lanes (special_top), goes to path 3.
+// One instruction per 8 codes where path 1 takes about 12.
 template <class F, rounding RM>
 constexpr bool f16c_path = std::is_same<F, formats::binary16>::value && RM == rounding::nearest_even;
 
