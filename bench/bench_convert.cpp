@@ -217,6 +217,10 @@ bool register_conversions() {
   // Paths 2 and 3 (the per-lane path) on AVX-512 and AVX2.
   add_encode<float4_e2m1fn>("f32->e2m1fn/stochastic", overflow::saturate, rounding::stochastic);
   add_encode<float8_e4m3fn>("f32->e4m3fn/nearest_away", overflow::saturate, rounding::nearest_away);
+  // Toward +Inf: saturating, and not (the negative finite lanes' limit is max finite, the others' Inf).
+  add_encode<float8_e4m3fn>("f32->e4m3fn/toward_pos_inf", overflow::saturate, rounding::toward_pos_inf);
+  add_encode<float8_e4m3fn>("f32->e4m3fn/toward_pos_inf_nosat", overflow::non_saturate, rounding::toward_pos_inf);
+  add_encode<bfloat16>("f32->bf16/toward_pos_inf_nosat", overflow::non_saturate, rounding::toward_pos_inf);
   // Presets with NaN codes by sign (and PyTorch's saturation keeping +-Inf): the block paths too.
   add_encode<float8_e4m3fn>("f32->e4m3fn/pytorch", presets::pytorch(overflow::saturate));
   add_encode<float8_e5m2>("f32->e5m2/ml_dtypes", presets::ml_dtypes());

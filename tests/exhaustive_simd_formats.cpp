@@ -96,11 +96,19 @@ constexpr lowbit::policy toward_zero() {
   p.rm = lowbit::rounding::toward_zero;
   return p;
 }
+// Toward +Inf without saturation: the limit of a finite lane depends on its sign
+// (limit_mode::inf_or_positive), with PyTorch's signed NaN codes.
+constexpr lowbit::policy up_nosat() {
+  lowbit::policy p = lowbit::presets::pytorch();
+  p.rm = lowbit::rounding::toward_pos_inf;
+  return p;
+}
 constexpr mode modes[] = {{"saturate", lowbit::presets::cuda_satfinite(), 1},
                           {"non_saturate/7", lowbit::presets::cuda_nosat(), 7},
                           {"toward_zero/7", toward_zero(), 7},
                           {"pytorch(sat)/7", lowbit::presets::pytorch(overflow::saturate), 7},
-                          {"ml_dtypes/7", lowbit::presets::ml_dtypes(), 7}};
+                          {"ml_dtypes/7", lowbit::presets::ml_dtypes(), 7},
+                          {"up_nosat/7", up_nosat(), 7}};
 constexpr int mode_count = sizeof modes / sizeof modes[0];
 
 // Sweeps [begin, end) of the stride-spaced patterns under mode m, on every path of `paths`

@@ -333,6 +333,10 @@ std::vector<named_policy> all_policies() {
   policy ml_dtypes_away = lowbit::presets::ml_dtypes(overflow::saturate);
   ml_dtypes_away.rm = rounding::nearest_away;
   v.push_back({"preset ml_dtypes(saturate), nearest_away", ml_dtypes_away, false});
+  // Toward +Inf without saturation, whose limit depends on each finite lane's sign, with signed NaN codes.
+  policy pytorch_up = lowbit::presets::pytorch();
+  pytorch_up.rm = rounding::toward_pos_inf;
+  v.push_back({"preset pytorch, toward_pos_inf", pytorch_up, false});
   policy signed_max;
   signed_max.nan_to_finite = lowbit::nan_to_finite::signed_max;
   v.push_back({"nan_to_finite::signed_max", signed_max, false});

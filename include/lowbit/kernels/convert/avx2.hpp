@@ -121,7 +121,7 @@ struct encode_setup {
   std::uint32_t max_bits = 0;              // largest finite magnitude
   std::uint32_t inf_step = 0;              // Inf code - max_bits: 1, or 0 where the format has no Inf/NaN
   limit_mode mode = limit_mode::constant;
-  std::uint32_t inf_pos = 0, inf_neg = 0;  // limit_mode::inf_lanes: complete codes for +Inf and -Inf
+  std::uint32_t inf_pos = 0, inf_neg = 0;  // the modes but constant: complete codes for +Inf and -Inf
   std::uint32_t special_top = 0;           // the largest |x| bits a block may hold without special lanes
   std::uint32_t t_top = 0;                 // fast_path: the largest t a block may hold (t(Inf), or below)
   std::uint32_t direct[3] = {0, 0, 0};     // direct_path: normal_t's addend, mn, k << 23
@@ -145,24 +145,18 @@ constexpr encode_setup make_setup(const policy& p) noexcept {
   } else if (p.rm == rounding::toward_zero) {
     s.mode = limit_mode::inf_lanes;  // finite values never overflow to Inf when truncated
   } else if (p.rm == rounding::toward_pos_inf) {
+    // `limit` is the positive lanes' (the AVX-512 blocks cap the negative finite ones at max_bits).
     s.mode = F::is_signed ? limit_mode::inf_or_positive : limit_mode::constant;
-    if (!F::is_signed) s.limit = inf_magnitude;
+    s.limit = inf_magnitude;
   } else {
     s.limit = inf_magnitude;
   }
   s.inf_pos = inf_code<F>(false);
   s.inf_neg = inf_code<F>(F::is_signed);
-  // NaN lanes always take their codes from nan_pos / nan_neg; Inf lanes too under inf_lanes.
-  s.special_top = s.mode == limit_mode::inf_lanes ? 0x7F7FFFFFu : 0x7F800000u;
+  // NaN lanes always take their codes from nan_pos / nan_neg; Inf lanes too in the other modes.
+  s.special_top = s.mode == limit_mode::constant ? 0x7F800000u : 0x7F7FFFFFu;
   return s;
 }
-
-// Whether the block paths apply (simple policies): one limit for every finite lane, so that the
-// lanes that differ are NaN (nan_pos or nan_neg by the input's sign) and, under inf_lanes, +-Inf
-// (inf_pos, inf_neg), set after the codes are finished (finish_block). The presets all qualify;
-// inf_or_positive (toward +Inf without saturation, whose limit depends on each finite lane's sign)
-// takes encode_lanes.
-constexpr bool simple_setup(const encode_setup& s) noexcept { return s.mode != limit_mode::inf_or_positive; }
 
 struct encode_vectors {
   __m256i nan_pos, nan_neg, limit, max_bits, inf_step;
@@ -990,28 +984,28 @@ LOWBIT_TARGET_AVX2 void encode_loop(plain_reader, const From* src, std::uint8_t*
   encode_loop<F, RM, General, L>(read, src, dst, n, setup, random_bits);
 }
 
-// The simple-policy blocks are compiled for the common rounding modes only; the others (and the
-// policies whose limit depends on each lane's sign) take the general per-lane completion.
+// The blocks are compiled for the common rounding modes only (whose policies all have one limit
+// for every finite lane: limit_mode inf_or_positive is toward +Inf's); the other modes take the
+// general per-lane completion.
 template <class F, rounding RM, layout L, class Reader, class From>
 void encode_variant(const Reader& read, const From* src, std::uint8_t* dst, std::size_t n, const encode_setup& s,
                     const std::uint32_t* random_bits) noexcept {
   constexpr bool common_mode =
       RM == rounding::nearest_even || RM == rounding::toward_zero || RM == rounding::stochastic;
   if constexpr (common_mode) {
-    if (simple_setup(s)) {
-      encode_setup t = s;
-      if constexpr (direct_path<F, RM>::available) {
-        make_direct_setup<F, RM>(t);
-        // vcvtps2dq rounds as MXCSR.RC says; both conversions raise the precision flag.
-        const ieee_scope_traceless env;
-        return encode_loop<F, RM, false, L>(read, src, dst, n, t, random_bits);
-      } else if constexpr (fast_path<F, RM>::available) {
-        t.t_top = fast_t_top<F, RM>(t);
-      }
+    encode_setup t = s;
+    if constexpr (direct_path<F, RM>::available) {
+      make_direct_setup<F, RM>(t);
+      // vcvtps2dq rounds as MXCSR.RC says; both conversions raise the precision flag.
+      const ieee_scope_traceless env;
       return encode_loop<F, RM, false, L>(read, src, dst, n, t, random_bits);
+    } else if constexpr (fast_path<F, RM>::available) {
+      t.t_top = fast_t_top<F, RM>(t);
     }
+    return encode_loop<F, RM, false, L>(read, src, dst, n, t, random_bits);
+  } else {
+    encode_loop<F, RM, true, L>(read, src, dst, n, s, random_bits);
   }
-  encode_loop<F, RM, true, L>(read, src, dst, n, s, random_bits);
 }
 
 // read: plain_reader (the source's own reader<From>), or a caller's reader of 32 From elements

@@ -5,11 +5,11 @@
 // What they cover, the rest staying on the AVX2 kernels (which the avx512 path runs too):
 //  - encoding float32, bfloat16 and float16 into every format with path 1 (direct_path: FP8, FP6,
 //    FP4 unpacked and packed, E8M0, float16, bfloat16) for round-to-nearest-even and toward-zero
-//    under simple policies (simple_setup: one limit for the finite lanes; every preset);
+//    under every policy;
 //    16-bit sources are widened exactly to float32 as they are loaded (load16);
-//  - the same, under the other rounding modes (stochastic, toward +Inf, the nearest variants;
-//    simple policies): path 3 (lanes.hpp: magnitude_lanes) over 64 lanes, after path 2 where
-//    avx2.hpp offers it (encode_fast_at, encode_general_at);
+//  - the same, under the other rounding modes (stochastic, toward +Inf, the nearest variants):
+//    path 3 (lanes.hpp: magnitude_lanes) over 64 lanes, after path 2 where avx2.hpp offers it
+//    (encode_fast_at, encode_general_at);
 //  - decoding the float16-twin formats (FP8, FP6 one code per byte or packed four in three
 //    bytes), and float16 and bfloat16 themselves (decode_halves_range), into float32;
 //  - decoding FP4 (E2M1: one code per byte, and two per byte) with a 16-entry vpermd table, and
@@ -91,12 +91,14 @@ struct encode_vectors {
   __m512i limit_bytes, sign_bytes;               // byte layouts
   __m512i limit_words, sign_words;               // float16, bfloat16
   __m512i magnitude_bytes;                       // 0x7F (FNUZ: no sign on 0 and 0x80)
-  // The special lanes' complete codes, for a positive and a negative input: NaN, and +-Inf under
-  // limit_mode::inf_lanes (inf_lanes).
+  __m512i max_bytes, max_words;                  // cap_negative: the negative finite lanes' limit
+  // The special lanes' complete codes, for a positive and a negative input: NaN, and +-Inf where
+  // the limit mode is not constant (inf_lanes).
   __m512i nan_bytes, nan_neg_bytes, inf_bytes, inf_neg_bytes;
   __m512i nan_words, nan_neg_words, inf_words, inf_neg_words;
   bool nan_above_limit;                          // byte layouts: limit < 0xFF (encode_block)
   bool inf_lanes;
+  bool cap_negative;                             // limit_mode::inf_or_positive (toward +Inf, not saturating)
 };
 
 LOWBIT_AVX512_INLINE encode_vectors vectors_of(const encode_setup& s) {
@@ -113,6 +115,8 @@ LOWBIT_AVX512_INLINE encode_vectors vectors_of(const encode_setup& s) {
   v.limit_words = _mm512_set1_epi16(static_cast<short>(s.limit));
   v.sign_words = _mm512_set1_epi16(static_cast<short>(0x8000));
   v.magnitude_bytes = _mm512_set1_epi8(0x7F);
+  v.max_bytes = _mm512_set1_epi8(static_cast<char>(s.max_bits));
+  v.max_words = _mm512_set1_epi16(static_cast<short>(s.max_bits));
   v.nan_bytes = _mm512_set1_epi8(static_cast<char>(s.nan_pos));
   v.nan_neg_bytes = _mm512_set1_epi8(static_cast<char>(s.nan_neg));
   v.inf_bytes = _mm512_set1_epi8(static_cast<char>(s.inf_pos));
@@ -122,7 +126,8 @@ LOWBIT_AVX512_INLINE encode_vectors vectors_of(const encode_setup& s) {
   v.inf_words = _mm512_set1_epi16(static_cast<short>(s.inf_pos));
   v.inf_neg_words = _mm512_set1_epi16(static_cast<short>(s.inf_neg));
   v.nan_above_limit = s.limit < 0xFF;
-  v.inf_lanes = s.mode == avx2::detail::limit_mode::inf_lanes;
+  v.inf_lanes = s.mode != avx2::detail::limit_mode::constant;
+  v.cap_negative = s.mode == avx2::detail::limit_mode::inf_or_positive;
   return v;
 }
 
@@ -228,8 +233,8 @@ LOWBIT_AVX512_INLINE void store_bytes(std::uint8_t* dst, __m512i b) {
 // 64 magnitude codes c0..c3 (element 16k + j in lane j of c[k]; Form: the code itself, or the
 // code - 2^M), the negative lanes s0..s3 and |x| = a0..a3 -> layout L at dst: limited, signed, and
 // the special lanes given their codes (MayNaN: some input may be NaN, or +-Inf under inf_lanes;
-// a0..a3 are read only then).
-template <class F, layout L, code_form Form, bool MayNaN>
+// a0..a3 are read only then). MayCap: the policy may be cap_negative's.
+template <class F, layout L, code_form Form, bool MayNaN, bool MayCap = false>
 LOWBIT_AVX512_INLINE void finish_block(__m512i c0, __m512i c1, __m512i c2, __m512i c3, __mmask16 s0, __mmask16 s1,
                                        __mmask16 s2, __mmask16 s3, __m512i a0, __m512i a1, __m512i a2, __m512i a3,
                                        std::uint8_t* dst, const encode_vectors& v) {
@@ -246,6 +251,10 @@ LOWBIT_AVX512_INLINE void finish_block(__m512i c0, __m512i c1, __m512i c2, __m51
     }
     w0 = _mm512_min_epu16(w0, v.limit_words);  // below 0x8000: the sign bit adds
     w1 = _mm512_min_epu16(w1, v.limit_words);
+    if (MayCap && v.cap_negative) {
+      w0 = _mm512_mask_min_epu16(w0, _mm512_kunpackw(s1, s0), w0, v.max_words);
+      w1 = _mm512_mask_min_epu16(w1, _mm512_kunpackw(s3, s2), w1, v.max_words);
+    }
     w0 = _mm512_mask_add_epi16(w0, _mm512_kunpackw(s1, s0), w0, v.sign_words);
     w1 = _mm512_mask_add_epi16(w1, _mm512_kunpackw(s3, s2), w1, v.sign_words);
     if constexpr (MayNaN) {
@@ -257,16 +266,16 @@ LOWBIT_AVX512_INLINE void finish_block(__m512i c0, __m512i c1, __m512i c2, __m51
   } else {
     __m512i b = bytes_of_codes(c0, c1, c2, c3);
     if constexpr (Form == code_form::minus_base) b = _mm512_adds_epu8(b, _mm512_set1_epi8(static_cast<char>(base)));
-    // A NaN's code is at least 0x100 in every byte format (its exponent field is all ones; the
-    // codes stay below 0x8000, so the packs saturate it to 0xFF), and Inf's is above the limit
-    // under inf_lanes (max finite): under a limit below 0xFF, one byte compare says whether a lane
-    // might be special, and only then (NaN, Inf or overflow in the block) do the three maxima and
-    // the compare run.
+    // The code the formulas give a NaN or an Inf is at least 0x100 in every byte format (its
+    // exponent field would be 128 + bias; the codes stay below 0x8000, so the packs saturate it
+    // to 0xFF): under a limit below 0xFF, one byte compare says whether a lane might be special,
+    // and only then (NaN, Inf or overflow in the block) do the three maxima and the compare run.
     const bool maybe_special = MayNaN && (!v.nan_above_limit || _mm512_cmpgt_epu8_mask(b, v.limit_bytes) != 0);
     b = _mm512_min_epu8(b, v.limit_bytes);
     __mmask64 neg = 0;
     if constexpr (F::is_signed) {
       neg = _mm512_kunpackd(_mm512_kunpackw(s3, s2), _mm512_kunpackw(s1, s0));
+      if (MayCap && v.cap_negative) b = _mm512_mask_min_epu8(b, neg, b, v.max_bytes);
       // FNUZ: no sign on 0 (no negative zero) nor on 0x80 (the NaN code non-saturating overflow
       // gives, which absorbs the sign). Every other magnitude code is below the sign bit.
       __mmask64 signed_lanes = neg;
@@ -327,7 +336,7 @@ LOWBIT_AVX512_INLINE __m512i load16(const float16* p, __mmask16 k) {
 }
 
 // ------------------------------------------------------------------------------------------------
-// The other rounding modes, under simple policies as path 1. Path 3: lanes.hpp's magnitude_lanes
+// The other rounding modes, under every policy. Path 3: lanes.hpp's magnitude_lanes
 // (the per-lane encoding of any input, every mode) over 64 lanes, finished as path 1's codes are.
 // Path 2 first where avx2.hpp offers it (fast_path: FP8, float16 and bfloat16, the modes but
 // toward +Inf), with path 3 out of line for the steps it does not take (a NaN, a zero, a value
@@ -364,7 +373,8 @@ LOWBIT_AVX512_INLINE void encode_general_at(const From* src, const std::uint32_t
   const __m512i c1 = general_codes16<F, RM>(load16(src + 16), r + 16, v, &s1, &a1);
   const __m512i c2 = general_codes16<F, RM>(load16(src + 32), r + 32, v, &s2, &a2);
   const __m512i c3 = general_codes16<F, RM>(load16(src + 48), r + 48, v, &s3, &a3);
-  finish_block<F, L, code_form::exact, true>(c0, c1, c2, c3, s0, s1, s2, s3, a0, a1, a2, a3, dst, v);
+  finish_block<F, L, code_form::exact, true, RM == rounding::toward_pos_inf>(c0, c1, c2, c3, s0, s1, s2, s3, a0, a1,
+                                                                            a2, a3, dst, v);
 }
 
 template <class F, rounding RM, layout L, class From>
@@ -1252,12 +1262,11 @@ struct can_encode<From, minifloat<F>>
                                        detail::direct_path<F, rounding::nearest_even>::available &&
                                        detail::direct_path<F, rounding::toward_zero>::available> {};
 
-// The policies the encoders take: every rounding mode under a simple policy (avx2.hpp's
-// simple_setup: one limit for the finite lanes; every preset), among what the AVX2 kernels take
-// (avx2::supports_policy).
+// The policies the encoders take: every policy the AVX2 kernels take (avx2::supports_policy),
+// under every rounding mode.
 template <class F>
 inline bool covers(const policy& p) noexcept {
-  return avx2::supports_policy<F>(p) && avx2::detail::simple_setup(avx2::detail::make_setup<F>(p));
+  return avx2::supports_policy<F>(p);
 }
 
 template <class F>
