@@ -160,7 +160,7 @@ constexpr encode_setup make_setup(const policy& p) noexcept {
 
 struct encode_vectors {
   __m256i nan_pos, nan_neg, limit, max_bits, inf_step;
-  __m256i limit_bytes, limit_words;  // `limit` and the special codes in 8- and 16-bit lanes (simple policies)
+  __m256i limit_bytes, limit_words;  // `limit` and the special codes in 8- and 16-bit lanes (the blocks)
   __m256i nan_bytes, nan_words, nan_neg_bytes, nan_neg_words;
   __m256i inf_bytes, inf_words, inf_neg_bytes, inf_neg_words, special_top;
   // Per-call values rather than constants in the code: GCC rematerialises constant vectors inside
@@ -619,7 +619,8 @@ LOWBIT_AVX2_INLINE __m256i load_random(const std::uint32_t* random_bits, int k) 
 }
 
 // ------------------------------------------------------------------------------------------------
-// Blocks of 32 under a simple policy (simple_setup: one limit for the finite lanes; every preset).
+// Blocks of 32, for nearest-even, toward zero and stochastic rounding, under every policy (each has
+// one limit for the finite lanes).
 // Three ways to get the magnitude codes, one way to finish them: saturate, sign and the special
 // lanes' codes are applied to the packed bytes (words for 16-bit formats), 32 (16) at a time.
 
@@ -960,7 +961,7 @@ template <class F, rounding RM, bool General, layout L, class Reader, class From
 LOWBIT_TARGET_AVX2 void encode_loop(const Reader& read, const From* src, std::uint8_t* dst, std::size_t n,
                                     const encode_setup& setup, const std::uint32_t* random_bits) noexcept {
   const encode_vectors v = broadcast(setup);
-  // Streaming for the simple policies only: the general variant is rare enough not to double.
+  // Streaming for the blocks only: the general (per-lane) variant is rare enough not to double.
   if constexpr (!General) {
     const std::size_t m = stream_requested(read, 0)
                               ? first_aligned_element(dst, n, L == layout::nibbles ? 2 : L == layout::sextets ? 4 : 1,

@@ -6,11 +6,10 @@
 //  quantize_tile    x * r (vmulps), or x / s as x * r checked by near_decision over the 64 lanes
 //                   and redone with vdivps where a lane might encode differently; the products go
 //                   straight into the AVX-512 conversion encoder's block (kernels/convert/avx512.hpp:
-//                   encode_block), never to memory. Covered: the policies that encoder covers
-//                   (nearest-even and toward zero, simple policies), scales with a normal
-//                   reciprocal. Everything else (stochastic rounding, the other rounding modes,
-//                   limits that depend on the lane's sign, scales above 2^126) goes to the AVX2
-//                   kernel, from here.
+//                   encode_block), never to memory. Covered: nearest-even and toward zero (both
+//                   overflow modes), scales with a normal reciprocal. Everything else
+//                   (stochastic rounding, the other rounding modes, scales above 2^126) goes to
+//                   the AVX2 kernel, from here.
 //  dequantize_tile  with VBMI, the codes' exact values looked up in byte tables (the conversion
 //                   decoder's vbmi_decode64) times the scale; without, the float16-twin widening
 //                   (vcvtph2ps of 16 lanes) times the scale with the twin's power of two folded in.
