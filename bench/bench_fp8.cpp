@@ -102,6 +102,24 @@ void quantize_static_bench(benchmark::State& state, shape s, lowbit::fp8_options
   set_counters(state, s.n(), s.n() * (sizeof(float) + 1) + f.scales.size() * sizeof(float));
 }
 
+// Stochastic rounding, one random word per element (every step divides by the scale).
+template <class T>
+void quantize_stochastic_bench(benchmark::State& state, shape s, lowbit::fp8_options o, isa which) {
+  o.element_rounding = lowbit::rounding::stochastic;
+  fixture<T> f(s, o);
+  auto bits = make_buffer<std::uint32_t>(s.n());
+  std::uint32_t state_word = 0x9E3779B9u;
+  for (std::size_t i = 0; i < s.n(); ++i) bits.get()[i] = state_word = state_word * 1664525u + 1013904223u;
+  const lowbit::scoped_isa path(which);
+  for (auto _ : state) {
+    const lowbit::status st =
+        lowbit::fp8_quantize_fixed(f.x.get(), f.scales.data(), s.rows, s.cols, o, f.q.get(), bits.get());
+    benchmark::DoNotOptimize(st);
+    benchmark::ClobberMemory();
+  }
+  set_counters(state, s.n(), s.n() * (sizeof(float) + 4 + 1) + f.scales.size() * sizeof(float));
+}
+
 template <class T>
 void quantize_dynamic_bench(benchmark::State& state, shape s, lowbit::fp8_options o, isa which) {
   fixture<T> f(s, o);
@@ -146,6 +164,9 @@ void register_format(const std::string& fmt) {
                                      g.o, which);
         benchmark::RegisterBenchmark(("fp8/" + fmt + "/quantize_dynamic" + tail).c_str(), quantize_dynamic_bench<T>, s,
                                      g.o, which);
+        if (which != isa::scalar && !tiles)
+          benchmark::RegisterBenchmark(("fp8/" + fmt + "/quantize_stochastic" + tail).c_str(),
+                                       quantize_stochastic_bench<T>, s, g.o, which);
         benchmark::RegisterBenchmark(("fp8/" + fmt + "/dequantize" + tail).c_str(), dequantize_bench<T, float>, s, g.o,
                                      which);
         if (which != isa::scalar)

@@ -419,25 +419,100 @@ TEST(Fp8Reference, LoneQuotientsNearADecision) {
   check_lone_decisions<lb::float8_e5m2fnuz>(34);
 }
 
-TEST(Fp8Reference, StochasticRoundingUsesTheCallersBits) {
-  const std::size_t rows = 17, cols = 150;
-  const std::vector<float> x = mixed_matrix(rows, cols, 8);
+// Stochastic rounding reads the caller's bit of each element, on every path, in every shape of
+// run: blocks narrower than a SIMD step, runs of whole steps with a tail (per token, 150
+// columns), rows of whole steps whose blocks the kernel indexes (1 x 128 over 384 columns), one
+// scale for all; both applications of the scale, with and without power-of-two scales. mixed_matrix
+// has a zero or a tiny value in every step (the AVX-512 encoder's path 3); the Gaussian rows have
+// none, so nearly every step takes its path 2.
+template <class T>
+void check_stochastic(const std::vector<float>& x, std::size_t rows, std::size_t cols, unsigned seed) {
   std::vector<std::uint32_t> rb(rows * cols);
-  std::mt19937 gen(9);
+  std::mt19937 gen(seed);
   for (auto& r : rb) r = gen();
-  for (bool pow2 : {false, true}) {
-    fp8_options o = lb::fp8_presets::blockwise(4, 32);
-    o.element_rounding = lb::rounding::stochastic;
-    o.power_of_two_scales = pow2;
-    const reference_result<lb::float8_e4m3fn> want = reference_quantize<lb::float8_e4m3fn>(x, rows, cols, o, rb.data());
-    for (lb::isa path : paths()) {
-      const lb::scoped_isa use(path);
-      std::vector<lb::float8_e4m3fn> q(rows * cols);
-      std::vector<float> s(want.scales.size());
-      ASSERT_TRUE(lb::fp8_quantize(x.data(), rows, cols, o, q.data(), s.data(), rb.data()).ok());
-      EXPECT_EQ(bytes_of(q), bytes_of(want.q)) << lb::isa_name(path) << " pow2 " << pow2;
+  for (fp8_options o : {lb::fp8_presets::blockwise(4, 32), lb::fp8_presets::per_token(),
+                        lb::fp8_presets::blockwise(1, 128), lb::fp8_presets::per_tensor()})
+    for (bool pow2 : {false, true})
+      for (lb::scale_application a : {lb::scale_application::divide, lb::scale_application::multiply_reciprocal}) {
+        o.element_rounding = lb::rounding::stochastic;
+        o.power_of_two_scales = pow2;
+        o.application = a;
+        const reference_result<T> want = reference_quantize<T>(x, rows, cols, o, rb.data());
+        for (lb::isa path : paths()) {
+          const lb::scoped_isa use(path);
+          std::vector<T> q(rows * cols);
+          std::vector<float> s(want.scales.size());
+          ASSERT_TRUE(lb::fp8_quantize(x.data(), rows, cols, o, q.data(), s.data(), rb.data()).ok());
+          EXPECT_EQ(bytes_of(q), bytes_of(want.q))
+              << lb::isa_name(path) << " block " << o.block_rows << " x " << o.block_cols << " granularity "
+              << static_cast<int>(o.granularity) << " pow2 " << pow2 << " application " << static_cast<int>(a);
+          EXPECT_EQ(bits_of(s), bits_of(want.scales)) << lb::isa_name(path);
+        }
+      }
+}
+
+std::vector<float> gaussian_matrix(std::size_t rows, std::size_t cols, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> x(rows * cols);
+  for (float& v : x) v = nd(gen);
+  return x;
+}
+
+// Random bits at the carry boundary of each element's quotient under the options' application
+// (the least r that rounds it up, by bisection on the scalar encoder): a quotient one float step
+// lower (x * (1/s) where the options say x / s, or the other way round) rounds down instead, so
+// the test fails where a kernel divides when it should multiply, or multiplies when it should
+// divide. Random bits alone almost never tell the two apart (a float step moves the discarded
+// fraction by 2^-12 of its range in E4M3's normal range).
+template <class T>
+void check_carry_boundaries(lb::scale_application a) {
+  const std::size_t rows = 6, cols = 384;
+  const std::vector<float> x = gaussian_matrix(rows, cols, 20);
+  fp8_options o = lb::fp8_presets::blockwise(1, 128);
+  o.element_rounding = lb::rounding::stochastic;
+  o.application = a;
+  const std::vector<float> scales = reference_quantize<T>(x, rows, cols, o).scales;
+  lb::policy p;
+  p.rm = lb::rounding::stochastic;
+  std::vector<std::uint32_t> rb(rows * cols);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const float sc = scales[(i / cols) * (cols / 128) + (i % cols) / 128];
+    const float y = a == lb::scale_application::divide ? x[i] / sc : x[i] * (1.0f / sc);
+    const auto down = lb::encode<T>(y, p, 0u).bits();
+    std::uint64_t lo = 0, hi = std::uint64_t{1} << 32;  // the least r in [lo, hi] that rounds up (2^32: none)
+    while (lo < hi) {
+      const std::uint64_t mid = (lo + hi) / 2;
+      if (lb::encode<T>(y, p, static_cast<std::uint32_t>(mid)).bits() != down)
+        hi = mid;
+      else
+        lo = mid + 1;
     }
+    rb[i] = static_cast<std::uint32_t>(lo == (std::uint64_t{1} << 32) ? 0 : lo);
   }
+  const reference_result<T> want = reference_quantize<T>(x, rows, cols, o, rb.data());
+  for (lb::isa path : paths()) {
+    const lb::scoped_isa use(path);
+    std::vector<T> q(rows * cols);
+    std::vector<float> s(want.scales.size());
+    ASSERT_TRUE(lb::fp8_quantize(x.data(), rows, cols, o, q.data(), s.data(), rb.data()).ok());
+    EXPECT_EQ(bytes_of(q), bytes_of(want.q)) << lb::isa_name(path) << " application " << static_cast<int>(a);
+  }
+}
+
+TEST(Fp8Reference, StochasticBitsAtTheCarryBoundary) {
+  for (lb::scale_application a : {lb::scale_application::divide, lb::scale_application::multiply_reciprocal}) {
+    check_carry_boundaries<lb::float8_e4m3fn>(a);
+    check_carry_boundaries<lb::float8_e5m2>(a);
+  }
+}
+
+TEST(Fp8Reference, StochasticRoundingUsesTheCallersBits) {
+  check_stochastic<lb::float8_e4m3fn>(mixed_matrix(17, 150, 8), 17, 150, 9);
+  check_stochastic<lb::float8_e4m3fn>(mixed_matrix(6, 384, 10), 6, 384, 11);
+  check_stochastic<lb::float8_e4m3fn>(gaussian_matrix(6, 384, 12), 6, 384, 13);
+  check_stochastic<lb::float8_e5m2>(mixed_matrix(17, 150, 14), 17, 150, 15);
+  check_stochastic<lb::float8_e5m2>(gaussian_matrix(6, 384, 16), 6, 384, 17);
 }
 
 // Outputs of 16 MiB and more are written with non-temporal stores on the SIMD paths, from the

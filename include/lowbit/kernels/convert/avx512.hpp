@@ -395,21 +395,30 @@ LOWBIT_AVX512_INLINE __m512i fast_codes16(__m512i x, const std::uint32_t* r, con
   return fast_code<F, RM>(t, random16<RM>(r));
 }
 
+// 64 float32 bit patterns x0..x3 (their random bits at r) -> layout L at dst by path 2, or false,
+// writing nothing, where the block needs path 3.
+template <class F, rounding RM, layout L>
+LOWBIT_AVX512_INLINE bool encode_fast_block(__m512i x0, __m512i x1, __m512i x2, __m512i x3, const std::uint32_t* r,
+                                            std::uint8_t* dst, const encode_vectors& v) {
+  __mmask16 s0, s1, s2, s3;
+  __m512i top = _mm512_setzero_si512();
+  const __m512i c0 = fast_codes16<F, RM>(x0, r, v, &s0, &top);
+  const __m512i c1 = fast_codes16<F, RM>(x1, r + 16, v, &s1, &top);
+  const __m512i c2 = fast_codes16<F, RM>(x2, r + 32, v, &s2, &top);
+  const __m512i c3 = fast_codes16<F, RM>(x3, r + 48, v, &s3, &top);
+  // A NaN has t above t(Inf), a value below the normal range a negative t (avx2.hpp: fast_path);
+  // t_top is below t(Inf) where Inf lanes need their own codes (fast_t_top).
+  if (_mm512_cmpgt_epu32_mask(top, v.t_top) != 0) return false;
+  finish_block<F, L, code_form::minus_base, false>(c0, c1, c2, c3, s0, s1, s2, s3, top, top, top, top, dst, v);
+  return true;
+}
+
 // 64 elements at src (their random bits at r) -> layout L at dst, by path 2 where it applies.
 template <class F, rounding RM, layout L, class From>
 LOWBIT_AVX512_INLINE void encode_fast_at(const From* src, const std::uint32_t* r, std::uint8_t* dst,
                                          const encode_vectors& v) {
-  __mmask16 s0, s1, s2, s3;
-  __m512i top = _mm512_setzero_si512();
-  const __m512i c0 = fast_codes16<F, RM>(load16(src), r, v, &s0, &top);
-  const __m512i c1 = fast_codes16<F, RM>(load16(src + 16), r + 16, v, &s1, &top);
-  const __m512i c2 = fast_codes16<F, RM>(load16(src + 32), r + 32, v, &s2, &top);
-  const __m512i c3 = fast_codes16<F, RM>(load16(src + 48), r + 48, v, &s3, &top);
-  // A NaN has t above t(Inf), a value below the normal range a negative t (avx2.hpp: fast_path);
-  // t_top is below t(Inf) where Inf lanes need their own codes (fast_t_top).
-  if (_mm512_cmpgt_epu32_mask(top, v.t_top) != 0)
-    return encode_general_outlined<F, RM, L>(src, r, dst, v);
-  finish_block<F, L, code_form::minus_base, false>(c0, c1, c2, c3, s0, s1, s2, s3, top, top, top, top, dst, v);
+  if (!encode_fast_block<F, RM, L>(load16(src), load16(src + 16), load16(src + 32), load16(src + 48), r, dst, v))
+    encode_general_outlined<F, RM, L>(src, r, dst, v);
 }
 
 // The modes path 1 takes (vcvtps2dq reads MXCSR: the loop runs under ieee_scope_traceless).

@@ -7,9 +7,10 @@
 //                   and redone with vdivps where a lane might encode differently; the products go
 //                   straight into the AVX-512 conversion encoder's block (kernels/convert/avx512.hpp:
 //                   encode_block), never to memory. Covered: nearest-even and toward zero (both
-//                   overflow modes), scales with a normal reciprocal. Everything else
-//                   (stochastic rounding, the other rounding modes, scales above 2^126) goes to
-//                   the AVX2 kernel, from here.
+//                   overflow modes), scales with a normal reciprocal; stochastic rounding, x / s
+//                   in every step (path 2 of the encoder, encode_fast_block, or path 3 from a
+//                   copy), any scale. Everything else (the other rounding modes, scales above
+//                   2^126 under the nearest modes) goes to the AVX2 kernel, from here.
 //  dequantize_tile  with VBMI, the codes' exact values looked up in byte tables (the conversion
 //                   decoder's vbmi_decode64) times the scale; without, the float16-twin widening
 //                   (vcvtph2ps of 16 lanes) times the scale with the twin's power of two folded in.
@@ -83,10 +84,30 @@ LOWBIT_AVX512_INLINE bool near_decision(__m512i q0, __m512i q1, __m512i q2, __m5
 }
 
 // 64 values at p, scaled (x * r, or x / s where near_decision says so) and encoded into dst.
+// Under stochastic rounding every discarded bit counts, so Divide divides every step, and the
+// encoding is the conversion encoder's path 2, or path 3 from a copy of the quotients (rb: the 64
+// random words).
 template <class F, rounding RM, bool Divide, class From>
-LOWBIT_AVX512_INLINE void scaled_step(const From* p, __m512 s, __m512 r, std::uint8_t* dst,
+LOWBIT_AVX512_INLINE void scaled_step(const From* p, __m512 s, __m512 r, const std::uint32_t* rb, std::uint8_t* dst,
                                       const avx512::detail::encode_vectors& v) {
   const __m512 x0 = load16(p), x1 = load16(p + 16), x2 = load16(p + 32), x3 = load16(p + 48);
+  if constexpr (RM == rounding::stochastic) {
+    const __m512 q0 = Divide ? _mm512_div_ps(x0, s) : _mm512_mul_ps(x0, r);
+    const __m512 q1 = Divide ? _mm512_div_ps(x1, s) : _mm512_mul_ps(x1, r);
+    const __m512 q2 = Divide ? _mm512_div_ps(x2, s) : _mm512_mul_ps(x2, r);
+    const __m512 q3 = Divide ? _mm512_div_ps(x3, s) : _mm512_mul_ps(x3, r);
+    constexpr auto bytes = avx2::detail::layout::bytes;
+    if (!avx512::detail::encode_fast_block<F, RM, bytes>(_mm512_castps_si512(q0), _mm512_castps_si512(q1),
+                                                         _mm512_castps_si512(q2), _mm512_castps_si512(q3), rb, dst, v)) {
+      alignas(64) float quotients[64];
+      _mm512_store_ps(quotients, q0);
+      _mm512_store_ps(quotients + 16, q1);
+      _mm512_store_ps(quotients + 32, q2);
+      _mm512_store_ps(quotients + 48, q3);
+      avx512::detail::encode_general_outlined<F, RM, bytes>(quotients, rb, dst, v);
+    }
+    return;
+  }
   __m512i q0 = _mm512_castps_si512(_mm512_mul_ps(x0, r)), q1 = _mm512_castps_si512(_mm512_mul_ps(x1, r));
   __m512i q2 = _mm512_castps_si512(_mm512_mul_ps(x2, r)), q3 = _mm512_castps_si512(_mm512_mul_ps(x3, r));
   if (Divide && near_decision<F::mantissa_bits>(q0, q1, q2, q3)) {
@@ -100,11 +121,13 @@ LOWBIT_AVX512_INLINE void scaled_step(const From* p, __m512 s, __m512 r, std::ui
 
 // One run of n values at x, scaled and encoded into q. indexed: the scale of the 64 values at
 // x + i is scales[i >> shift] (runs of whole steps in blocks of 2^shift >= 64 elements). stream:
-// the 64-byte aligned steps go out with non-temporal stores.
+// the 64-byte aligned steps go out with non-temporal stores. rb: the run's random bits under
+// stochastic rounding (null: all zero).
 template <class F, rounding RM, bool Divide, class From>
 LOWBIT_AVX512_INLINE void quantize_run(const From* x, std::size_t n, const float* scales, const float* reciprocals,
-                                       bool indexed, unsigned shift, std::uint8_t* q, bool stream,
-                                       const avx512::detail::encode_vectors& v) {
+                                       bool indexed, unsigned shift, const std::uint32_t* rb, std::uint8_t* q,
+                                       bool stream, const avx512::detail::encode_vectors& v) {
+  using avx512::detail::random_at;
   constexpr std::size_t ahead = LOWBIT_PREFETCH_BYTES / sizeof(From);
   __m512 s = _mm512_set1_ps(scales[0]), r = _mm512_set1_ps(reciprocals[0]);
   std::size_t i = 0;
@@ -117,20 +140,25 @@ LOWBIT_AVX512_INLINE void quantize_run(const From* x, std::size_t n, const float
     if (i + ahead + 64 <= n) {  // the lines a few steps ahead (as the conversion encoders do)
       const char* pf = reinterpret_cast<const char*>(x + i + ahead);
       for (std::size_t b = 0; b < 64 * sizeof(From); b += 64) _mm_prefetch(pf + b, _MM_HINT_T0);
+      if (RM == rounding::stochastic && rb != nullptr)
+        for (std::size_t b = 0; b < 64 * sizeof(std::uint32_t); b += 64)
+          _mm_prefetch(reinterpret_cast<const char*>(rb + i + ahead) + b, _MM_HINT_T0);
     }
     if (stream && (reinterpret_cast<std::uintptr_t>(q + i) & 63u) == 0) {
       alignas(64) std::uint8_t stage[64];
-      scaled_step<F, RM, Divide>(x + i, s, r, stage, v);
+      scaled_step<F, RM, Divide>(x + i, s, r, random_at(rb, i), stage, v);
       _mm512_stream_si512(reinterpret_cast<__m512i*>(q + i), _mm512_load_si512(stage));
     } else {
-      scaled_step<F, RM, Divide>(x + i, s, r, q + i, v);
+      scaled_step<F, RM, Divide>(x + i, s, r, random_at(rb, i), q + i, v);
     }
   }
   if (i < n) {  // not indexed: the zero-padded tail (its padding codes are not copied back)
     From in[64] = {};
+    std::uint32_t bits[64] = {};
     alignas(64) std::uint8_t out[64];
     std::memcpy(static_cast<void*>(in), x + i, (n - i) * sizeof(From));
-    scaled_step<F, RM, Divide>(in, s, r, out, v);
+    if (RM == rounding::stochastic && rb != nullptr) std::memcpy(bits, rb + i, (n - i) * sizeof(std::uint32_t));
+    scaled_step<F, RM, Divide>(in, s, r, bits, out, v);
     std::memcpy(q + i, out, n - i);
   }
 }
@@ -138,21 +166,26 @@ LOWBIT_AVX512_INLINE void quantize_run(const From* x, std::size_t n, const float
 template <class F, rounding RM, bool Divide, class From>
 LOWBIT_TARGET_AVX512 void quantize_runs(const From* x, std::size_t ld, std::size_t rows, std::size_t cols,
                                         std::size_t block_cols, const float* scales, const float* reciprocals,
-                                        unsigned shift, const policy& p, std::uint8_t* q, bool stream) noexcept {
+                                        unsigned shift, const policy& p, const std::uint32_t* random_bits,
+                                        std::uint8_t* q, bool stream) noexcept {
   avx2::detail::encode_setup setup = avx2::detail::make_setup<F>(p);
-  avx2::detail::make_direct_setup<F, RM>(setup);
+  if constexpr (RM == rounding::stochastic)
+    setup.t_top = avx2::detail::fast_t_top<F, RM>(setup);  // path 2 (F is FP8: fast_path)
+  else
+    avx2::detail::make_direct_setup<F, RM>(setup);
   const avx512::detail::encode_vectors v = avx512::detail::vectors_of(setup);
   // vcvtps2dq rounds as MXCSR.RC says (as in the conversion encoder).
   const ieee_scope_traceless env;
   for (std::size_t row = 0; row < rows; ++row) {
     const std::size_t at = row * ld;
+    const std::uint32_t* rb = random_bits != nullptr ? random_bits + at : nullptr;
     if (shift != 0) {
-      quantize_run<F, RM, Divide>(x + at, cols, scales, reciprocals, true, shift, q + at, stream, v);
+      quantize_run<F, RM, Divide>(x + at, cols, scales, reciprocals, true, shift, rb, q + at, stream, v);
       continue;
     }
     for (std::size_t c = 0, j = 0; c < cols; c += block_cols, ++j)
       quantize_run<F, RM, Divide>(x + at + c, cols - c < block_cols ? cols - c : block_cols, scales + j,
-                                  reciprocals + j, false, 0, q + at + c, stream, v);
+                                  reciprocals + j, false, 0, rb != nullptr ? rb + c : nullptr, q + at + c, stream, v);
   }
   if (stream) _mm_sfence();
 }
@@ -411,25 +444,29 @@ void quantize_tile(const From* x, std::size_t ld, std::size_t rows, std::size_t 
                    bool stream) noexcept {
   using F = typename T::format;
   if constexpr (avx512::can_encode<float, T>::value) {
-    if ((p.rm == rounding::nearest_even || p.rm == rounding::toward_zero) && avx512::covers<F>(p)) {
+    const bool stochastic = p.rm == rounding::stochastic;
+    if ((p.rm == rounding::nearest_even || p.rm == rounding::toward_zero || stochastic) && avx512::covers<F>(p)) {
       const tile_walk t = walk_of(ld, rows, cols, block_cols);
       const tile_scales ts(scales, (t.cols - 1) / t.block_cols + 1);
-      // (1/s subnormal: the product bound fails; the AVX2 kernel divides exactly)
+      // (1/s subnormal: the product bound fails; the AVX2 kernel divides exactly. Stochastic
+      // rounding divides every step here.)
       const bool reciprocal = a == scale_application::multiply_reciprocal || (ts.powers_of_two && !ts.huge);
-      if (reciprocal || !ts.huge) {
+      if (reciprocal || !ts.huge || stochastic) {
         const unsigned shift = fp8_avx2::row_run_shift(t, 64);
         std::uint8_t* out = reinterpret_cast<std::uint8_t*>(q);
-        const auto run = [&](auto rm) {  // covers(): nearest-even or toward zero
+        const auto run = [&](auto rm) {
           constexpr rounding RM = decltype(rm)::value;
           if (reciprocal)
             detail::quantize_runs<F, RM, false>(x, ld, t.rows, t.cols, t.block_cols, scales, ts.reciprocals, shift, p,
-                                                out, stream);
+                                                random_bits, out, stream);
           else
             detail::quantize_runs<F, RM, true>(x, ld, t.rows, t.cols, t.block_cols, scales, ts.reciprocals, shift, p,
-                                               out, stream);
+                                               random_bits, out, stream);
         };
         if (p.rm == rounding::toward_zero)
           run(std::integral_constant<rounding, rounding::toward_zero>{});
+        else if (stochastic)
+          run(std::integral_constant<rounding, rounding::stochastic>{});
         else
           run(std::integral_constant<rounding, rounding::nearest_even>{});
         return;
