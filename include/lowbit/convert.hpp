@@ -72,7 +72,7 @@ void encode_on(isa path, const From* src, T* dst, std::size_t n, const policy& p
     }
   }
   if constexpr (kernels::avx512::can_convert16_vbmi<From, T>::value) {
-    if (path >= isa::avx512 && vbmi_allowed() && p.rm != rounding::stochastic &&
+    if (path >= isa::avx512 && vbmi_allowed() && kernels::avx512::convert16_takes<From, T>(p) &&
         n >= kernels::avx512::detail::vbmi16_min_elements) {
       kernels::avx512::convert16(src, dst, n, p);
       return;

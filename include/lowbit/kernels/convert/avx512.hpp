@@ -1105,6 +1105,13 @@ inline bool is_default_policy(const policy& p) noexcept {
 }
 static_assert(sizeof(policy) == 8 * sizeof(rounding), "is_default_policy compares every field of policy");
 
+// Whether every code of From is exactly a value of T (avx2.hpp's holds_exactly, which also asks
+// for normal numbers to stay normal), so that no random bit can change a result.
+template <class From, class T>
+struct exact16 : std::false_type {};
+template <class F, class T>
+struct exact16<minifloat<F>, T> : avx2::detail::holds_exactly<F, typename T::format> {};
+
 template <class F, class T16>
 void fill_vbmi16_tables(const policy& p, vbmi_tables& r) noexcept {
   minifloat<F> codes[256];
@@ -1143,9 +1150,11 @@ void convert16_vbmi(const minifloat<F>* src, T16* dst, std::size_t n, const poli
     fill_vbmi16_tables<F, T16>(policy{}, r);
     return r;
   }();
+  policy q = p;
+  if (exact16<minifloat<F>, T16>::value) q.rm = rounding::nearest_even;  // nothing rounds: the mode cannot matter
   vbmi_tables own;
-  const bool is_default = is_default_policy(p);
-  if (!is_default) fill_vbmi16_tables<F, T16>(p, own);
+  const bool is_default = is_default_policy(q);
+  if (!is_default) fill_vbmi16_tables<F, T16>(q, own);
   const vbmi_tables& t = is_default ? defaults : own;
   const auto* s = reinterpret_cast<const std::uint8_t*>(src);
   auto* d = reinterpret_cast<std::uint16_t*>(dst);
@@ -1315,12 +1324,18 @@ void decode(const minifloat<F>* src, float* dst, std::size_t n) noexcept {
 }
 
 // Byte codes (FP8, unpacked FP6 and FP4, E8M0) into float16 / bfloat16 with VBMI, under every
-// policy but stochastic rounding (the callers check use of VBMI and n >= vbmi16_min_elements).
+// policy but stochastic rounding where a code may round (the callers check use of VBMI and
+// n >= vbmi16_min_elements): one table of results, built with zero random bits.
 template <class From, class T>
 struct can_convert16_vbmi : std::false_type {};
 template <class F, class T>
 struct can_convert16_vbmi<minifloat<F>, T>
     : std::integral_constant<bool, (F::bits <= 8) && avx2::is_half_type<T>::value> {};
+
+template <class From, class T>
+constexpr bool convert16_takes(const policy& p) noexcept {
+  return p.rm != rounding::stochastic || detail::exact16<From, T>::value;
+}
 
 template <class F, class T>
 void convert16(const minifloat<F>* src, T* dst, std::size_t n, const policy& p) noexcept {
