@@ -1091,19 +1091,18 @@ void decode_sextets_vbmi(const std::uint8_t* src, float* dst, std::size_t n) noe
 
 // Byte codes -> float16 or bfloat16 under any policy (the AVX2 path's "decoding into 16 bits"):
 // the table is the scalar converter's result for each of the 256 codes under that policy, so
-// it is the reference by construction; the default policy's table is built once, any other per
-// call (256 scalar conversions, about a microsecond: calls below vbmi16_min_elements keep the
-// AVX2 kernel). A vpermq puts qwords 0 4 1 5 2 6 3 7 in order for the byte unpacks: two
+// it is the reference by construction; the default policy's table is built once, any other's
+// when a thread's call names a policy other than its previous one (256 scalar conversions, about
+// a microsecond: calls below vbmi16_min_elements keep the AVX2 kernel). A vpermq puts qwords 0 4 1 5 2 6 3 7 in order for the byte unpacks: two
 // vpermi2b, two unpacks and two stores per 64 codes.
 constexpr std::size_t vbmi16_min_elements = 4096;
 
-inline bool is_default_policy(const policy& p) noexcept {
-  const policy d;
+inline bool same_policy(const policy& p, const policy& d) noexcept {
   return p.ov == d.ov && p.rm == d.rm && p.nan_sign == d.nan_sign && p.nan_pattern == d.nan_pattern &&
          p.inf == d.inf && p.nan_to_finite == d.nan_to_finite && p.unsigned_input == d.unsigned_input &&
          p.unsigned_range == d.unsigned_range;
 }
-static_assert(sizeof(policy) == 8 * sizeof(rounding), "is_default_policy compares every field of policy");
+static_assert(sizeof(policy) == 8 * sizeof(rounding), "same_policy compares every field of policy");
 
 // Whether every code of From is exactly a value of T (avx2.hpp's holds_exactly, which also asks
 // for normal numbers to stay normal), so that no random bit can change a result.
@@ -1150,12 +1149,23 @@ void convert16_vbmi(const minifloat<F>* src, T16* dst, std::size_t n, const poli
     fill_vbmi16_tables<F, T16>(policy{}, r);
     return r;
   }();
+  // The tables of the thread's last other policy (a model's tensors converted one call each under
+  // one preset build them once).
+  struct last_tables {
+    policy p;
+    vbmi_tables t;
+    bool filled;
+  };
+  thread_local last_tables last{policy{}, vbmi_tables{}, false};
   policy q = p;
   if (exact16<minifloat<F>, T16>::value) q.rm = rounding::nearest_even;  // nothing rounds: the mode cannot matter
-  vbmi_tables own;
-  const bool is_default = is_default_policy(q);
-  if (!is_default) fill_vbmi16_tables<F, T16>(q, own);
-  const vbmi_tables& t = is_default ? defaults : own;
+  const bool is_default = same_policy(q, policy{});
+  if (!is_default && !(last.filled && same_policy(last.p, q))) {
+    fill_vbmi16_tables<F, T16>(q, last.t);
+    last.p = q;
+    last.filled = true;
+  }
+  const vbmi_tables& t = is_default ? defaults : last.t;
   const auto* s = reinterpret_cast<const std::uint8_t*>(src);
   auto* d = reinterpret_cast<std::uint16_t*>(dst);
   with_vbmi_mode<F>(t, [&](auto mode) { convert16_vbmi_loop<decltype(mode)::value>(s, d, n, t); });
