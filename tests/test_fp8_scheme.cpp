@@ -425,6 +425,21 @@ TEST(Fp8Reference, LoneQuotientsNearADecision) {
 // scale for all; both applications of the scale, with and without power-of-two scales. mixed_matrix
 // has a zero or a tiny value in every step (the AVX-512 encoder's path 3); the Gaussian rows have
 // none, so nearly every step takes its path 2.
+// fp8_quantize with the random bits rb on every path against the reference loop: codes and scales.
+template <class T>
+void expect_stochastic_paths(const std::vector<float>& x, std::size_t rows, std::size_t cols, const fp8_options& o,
+                             const std::vector<std::uint32_t>& rb) {
+  const reference_result<T> want = reference_quantize<T>(x, rows, cols, o, rb.data());
+  for (lb::isa path : paths()) {
+    const lb::scoped_isa use(path);
+    std::vector<T> q(rows * cols);
+    std::vector<float> s(want.scales.size());
+    ASSERT_TRUE(lb::fp8_quantize(x.data(), rows, cols, o, q.data(), s.data(), rb.data()).ok());
+    EXPECT_EQ(bytes_of(q), bytes_of(want.q)) << lb::isa_name(path);
+    EXPECT_EQ(bits_of(s), bits_of(want.scales)) << lb::isa_name(path);
+  }
+}
+
 template <class T>
 void check_stochastic(const std::vector<float>& x, std::size_t rows, std::size_t cols, unsigned seed) {
   std::vector<std::uint32_t> rb(rows * cols);
@@ -437,17 +452,10 @@ void check_stochastic(const std::vector<float>& x, std::size_t rows, std::size_t
         o.element_rounding = lb::rounding::stochastic;
         o.power_of_two_scales = pow2;
         o.application = a;
-        const reference_result<T> want = reference_quantize<T>(x, rows, cols, o, rb.data());
-        for (lb::isa path : paths()) {
-          const lb::scoped_isa use(path);
-          std::vector<T> q(rows * cols);
-          std::vector<float> s(want.scales.size());
-          ASSERT_TRUE(lb::fp8_quantize(x.data(), rows, cols, o, q.data(), s.data(), rb.data()).ok());
-          EXPECT_EQ(bytes_of(q), bytes_of(want.q))
-              << lb::isa_name(path) << " block " << o.block_rows << " x " << o.block_cols << " granularity "
-              << static_cast<int>(o.granularity) << " pow2 " << pow2 << " application " << static_cast<int>(a);
-          EXPECT_EQ(bits_of(s), bits_of(want.scales)) << lb::isa_name(path);
-        }
+        SCOPED_TRACE(testing::Message() << "block " << o.block_rows << " x " << o.block_cols << " granularity "
+                                        << static_cast<int>(o.granularity) << " pow2 " << pow2 << " application "
+                                        << static_cast<int>(a));
+        expect_stochastic_paths<T>(x, rows, cols, o, rb);
       }
 }
 
@@ -490,14 +498,8 @@ void check_carry_boundaries(lb::scale_application a) {
     }
     rb[i] = static_cast<std::uint32_t>(lo == (std::uint64_t{1} << 32) ? 0 : lo);
   }
-  const reference_result<T> want = reference_quantize<T>(x, rows, cols, o, rb.data());
-  for (lb::isa path : paths()) {
-    const lb::scoped_isa use(path);
-    std::vector<T> q(rows * cols);
-    std::vector<float> s(want.scales.size());
-    ASSERT_TRUE(lb::fp8_quantize(x.data(), rows, cols, o, q.data(), s.data(), rb.data()).ok());
-    EXPECT_EQ(bytes_of(q), bytes_of(want.q)) << lb::isa_name(path) << " application " << static_cast<int>(a);
-  }
+  SCOPED_TRACE(testing::Message() << "application " << static_cast<int>(a));
+  expect_stochastic_paths<T>(x, rows, cols, o, rb);
 }
 
 TEST(Fp8Reference, StochasticBitsAtTheCarryBoundary) {
