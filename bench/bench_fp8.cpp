@@ -90,34 +90,23 @@ void decode_bench(benchmark::State& state, shape s) {
   set_counters(state, s.n(), s.n() * (sizeof(float) + 1));
 }
 
+// Under stochastic rounding with one random word per element (every step divides by the scale).
 template <class T>
 void quantize_static_bench(benchmark::State& state, shape s, lowbit::fp8_options o, isa which) {
   fixture<T> f(s, o);
+  const bool stochastic = o.element_rounding == lowbit::rounding::stochastic;
+  auto bits = make_buffer<std::uint32_t>(stochastic ? s.n() : 1);
+  std::uint32_t word = 0x9E3779B9u;
+  for (std::size_t i = 0; stochastic && i < s.n(); ++i) bits.get()[i] = word = word * 1664525u + 1013904223u;
   const lowbit::scoped_isa path(which);
   for (auto _ : state) {
-    const lowbit::status st = lowbit::fp8_quantize_fixed(f.x.get(), f.scales.data(), s.rows, s.cols, o, f.q.get());
+    const lowbit::status st = lowbit::fp8_quantize_fixed(f.x.get(), f.scales.data(), s.rows, s.cols, o, f.q.get(),
+                                                         stochastic ? bits.get() : nullptr);
     benchmark::DoNotOptimize(st);
     benchmark::ClobberMemory();
   }
-  set_counters(state, s.n(), s.n() * (sizeof(float) + 1) + f.scales.size() * sizeof(float));
-}
-
-// Stochastic rounding, one random word per element (every step divides by the scale).
-template <class T>
-void quantize_stochastic_bench(benchmark::State& state, shape s, lowbit::fp8_options o, isa which) {
-  o.element_rounding = lowbit::rounding::stochastic;
-  fixture<T> f(s, o);
-  auto bits = make_buffer<std::uint32_t>(s.n());
-  std::uint32_t state_word = 0x9E3779B9u;
-  for (std::size_t i = 0; i < s.n(); ++i) bits.get()[i] = state_word = state_word * 1664525u + 1013904223u;
-  const lowbit::scoped_isa path(which);
-  for (auto _ : state) {
-    const lowbit::status st =
-        lowbit::fp8_quantize_fixed(f.x.get(), f.scales.data(), s.rows, s.cols, o, f.q.get(), bits.get());
-    benchmark::DoNotOptimize(st);
-    benchmark::ClobberMemory();
-  }
-  set_counters(state, s.n(), s.n() * (sizeof(float) + 4 + 1) + f.scales.size() * sizeof(float));
+  const std::size_t bits_bytes = stochastic ? s.n() * sizeof(std::uint32_t) : 0;
+  set_counters(state, s.n(), s.n() * (sizeof(float) + 1) + bits_bytes + f.scales.size() * sizeof(float));
 }
 
 template <class T>
@@ -164,9 +153,12 @@ void register_format(const std::string& fmt) {
                                      g.o, which);
         benchmark::RegisterBenchmark(("fp8/" + fmt + "/quantize_dynamic" + tail).c_str(), quantize_dynamic_bench<T>, s,
                                      g.o, which);
-        if (which != isa::scalar && !tiles)
+        if (which != isa::scalar && !tiles) {
+          lowbit::fp8_options stochastic = g.o;
+          stochastic.element_rounding = lowbit::rounding::stochastic;
           benchmark::RegisterBenchmark(("fp8/" + fmt + "/quantize_stochastic" + tail).c_str(),
-                                       quantize_stochastic_bench<T>, s, g.o, which);
+                                       quantize_static_bench<T>, s, stochastic, which);
+        }
         benchmark::RegisterBenchmark(("fp8/" + fmt + "/dequantize" + tail).c_str(), dequantize_bench<T, float>, s, g.o,
                                      which);
         if (which != isa::scalar)

@@ -117,7 +117,7 @@ enum class limit_mode : std::uint8_t {
 // The per-call constants of one conversion, as scalars (built outside the target functions).
 struct encode_setup {
   std::uint32_t nan_pos = 0, nan_neg = 0;  // complete codes for +NaN and -NaN
-  std::uint32_t limit = 0;                 // limit_mode::constant: the largest magnitude code
+  std::uint32_t limit = 0;                 // largest magnitude code of a finite (inf_or_positive: positive) lane
   std::uint32_t max_bits = 0;              // largest finite magnitude
   std::uint32_t inf_step = 0;              // Inf code - max_bits: 1, or 0 where the format has no Inf/NaN
   limit_mode mode = limit_mode::constant;

@@ -1093,8 +1093,9 @@ void decode_sextets_vbmi(const std::uint8_t* src, float* dst, std::size_t n) noe
 // the table is the scalar converter's result for each of the 256 codes under that policy, so
 // it is the reference by construction; the default policy's table is built once, any other's
 // when a thread's call names a policy other than its previous one (256 scalar conversions, about
-// a microsecond: calls below vbmi16_min_elements keep the AVX2 kernel). A vpermq puts qwords 0 4 1 5 2 6 3 7 in order for the byte unpacks: two
-// vpermi2b, two unpacks and two stores per 64 codes.
+// a microsecond: calls below vbmi16_min_elements keep the AVX2 kernel). A vpermq puts qwords
+// 0 4 1 5 2 6 3 7 in order for the byte unpacks: two vpermi2b, two unpacks and two stores per 64
+// codes.
 constexpr std::size_t vbmi16_min_elements = 4096;
 
 inline bool same_policy(const policy& p, const policy& d) noexcept {
@@ -1150,20 +1151,19 @@ void convert16_vbmi(const minifloat<F>* src, T16* dst, std::size_t n, const poli
     return r;
   }();
   // The tables of the thread's last other policy (a model's tensors converted one call each under
-  // one preset build them once).
+  // one preset build them once). last.p stays the default policy until the first fill, and the
+  // default policy never reads last.t.
   struct last_tables {
     policy p;
     vbmi_tables t;
-    bool filled;
   };
-  thread_local last_tables last{policy{}, vbmi_tables{}, false};
+  thread_local last_tables last{policy{}, vbmi_tables{}};
   policy q = p;
   if (exact16<minifloat<F>, T16>::value) q.rm = rounding::nearest_even;  // nothing rounds: the mode cannot matter
   const bool is_default = same_policy(q, policy{});
-  if (!is_default && !(last.filled && same_policy(last.p, q))) {
+  if (!is_default && !same_policy(last.p, q)) {
     fill_vbmi16_tables<F, T16>(q, last.t);
     last.p = q;
-    last.filled = true;
   }
   const vbmi_tables& t = is_default ? defaults : last.t;
   const auto* s = reinterpret_cast<const std::uint8_t*>(src);
