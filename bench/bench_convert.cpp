@@ -229,10 +229,17 @@ bool register_conversions() {
   add_encode<float8_e4m3fn, float16>("f16->e4m3fn");
   add_encode<float8_e4m3fn, bfloat16>("bf16->e4m3fn");
   add_encode<float8_e5m2, bfloat16>("bf16->e5m2");
+  // Byte formats into byte formats (re-quantizing a checkpoint's FP8 into another FP8 or FP4).
+  add_encode<float8_e4m3fn, float8_e5m2>("e5m2->e4m3fn");
+  add_encode<float8_e5m2, float8_e4m3fn>("e4m3fn->e5m2");
+  add_encode<float4_e2m1fn, float8_e4m3fn>("e4m3fn->e2m1fn");
+  add_encode<float8_e4m3fn, float8_e5m2>("e5m2->e4m3fn/stochastic", overflow::saturate, rounding::stochastic);
+  add_encode<float8_e4m3fn, float8_e5m2>("e5m2->e4m3fn/pytorch", presets::pytorch(overflow::saturate));
   // Packed layouts.
   add("f32->e2m1fn/packed", [](benchmark::State& s, std::size_t n, isa w) { encode_packed_bench<float4_e2m1fn, float>(s, n, w); });
   add("f32->e2m3fn/packed", [](benchmark::State& s, std::size_t n, isa w) { encode_packed_bench<float6_e2m3fn, float>(s, n, w); });
   add("f32->e3m2fn/packed", [](benchmark::State& s, std::size_t n, isa w) { encode_packed_bench<float6_e3m2fn, float>(s, n, w); });
+  add("e4m3fn->e2m1fn/packed", [](benchmark::State& s, std::size_t n, isa w) { encode_packed_bench<float4_e2m1fn, float8_e4m3fn>(s, n, w); });
   add("bf16->e2m1fn/packed", [](benchmark::State& s, std::size_t n, isa w) { encode_packed_bench<float4_e2m1fn, bfloat16>(s, n, w); });
   // Decoding.
   add("e4m3fn->f32", [](benchmark::State& s, std::size_t n, isa w) { decode_bench<float8_e4m3fn, float>(s, n, w); });

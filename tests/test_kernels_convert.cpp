@@ -627,6 +627,37 @@ TYPED_TEST(DecodeToHalf, EveryCodeEveryPolicy) {
   }
 }
 
+// A byte format into every byte format, one code per byte and (4 and 6 bits) packed: the encoders
+// read each code as its float32 value.
+template <class From, class... To>
+void check_byte_to_byte(const std::vector<From>& src, const std::vector<std::uint32_t>& random) {
+  for (const named_policy& np : all_policies()) {
+    const std::vector<std::uint32_t>* r = np.random ? &random : nullptr;
+    const auto one = [&](auto to) {
+      using T = decltype(to);
+      const std::string name = std::string(From::format::name) + " -> " + T::format::name + ", " + np.name;
+      check_encode<T, false>(src, np.p, r, name);
+      if constexpr (T::format::bits < 8) check_encode<T, true>(src, np.p, r, name + " packed");
+    };
+    (one(To{}), ...);
+    if (::testing::Test::HasFailure()) return;
+  }
+}
+
+template <class T>
+class ByteSource : public ::testing::Test {};
+TYPED_TEST_SUITE(ByteSource, byte_formats, format_names);
+
+TYPED_TEST(ByteSource, EveryCodeIntoEveryByteFormat) {
+  REQUIRE_AVX2();
+  const std::vector<std::uint8_t> bytes = all_codes_bytes<TypeParam>();
+  std::vector<TypeParam> src(bytes.size());
+  std::memcpy(static_cast<void*>(src.data()), bytes.data(), bytes.size());
+  check_byte_to_byte<TypeParam, lowbit::float8_e4m3fn, lowbit::float8_e5m2, lowbit::float8_e4m3fnuz,
+                     lowbit::float8_e5m2fnuz, lowbit::float6_e2m3fn, lowbit::float6_e3m2fn, lowbit::float4_e2m1fn,
+                     lowbit::float8_e8m0fnu>(src, random_words(src.size(), 7));
+}
+
 TEST(DecodeHalves, EveryPattern) {
   REQUIRE_AVX2();
   for (int k = 0; k < 2; ++k) {
@@ -817,11 +848,17 @@ TEST(LargeDecode, StreamingStoresGiveTheScalarResult) {
 // Encodings that move 16 MiB or more (source and output) write whole 32-byte lines of output with
 // non-temporal stores from the first aligned element on (convert/avx2.hpp's encode_stream_start):
 // every layout (bytes, words, nibbles, sextets), stochastic rounding too, at destination offsets
-// that put that element anywhere in its line, against the scalar path.
-template <class T, bool Packed>
+// that put that element anywhere in its line, against the scalar path. From a byte format (the
+// VBMI table's 64-byte lines) the values are first rounded to it.
+template <class T, bool Packed, class From = float>
 void check_large_encode(const policy& p, bool stochastic, const std::string& name) {
-  constexpr std::size_t n = (std::size_t{16} << 20) / 4 + 77;
-  std::vector<float> x = gaussian(n, static_cast<float>(std::numeric_limits<T>::max()) / 4, 41);
+  constexpr std::size_t n = (std::size_t{16} << 20) / (std::is_same<From, float>::value ? 4 : 2) + 77;
+  const std::vector<float> values = gaussian(n, static_cast<float>(std::numeric_limits<T>::max()) / 4, 41);
+  std::vector<From> x(n);
+  if constexpr (std::is_same<From, float>::value)
+    x = values;
+  else
+    lowbit::convert(values.data(), x.data(), n);
   std::vector<std::uint32_t> random(stochastic ? n : 0);
   std::mt19937 gen(42);
   for (auto& r : random) r = static_cast<std::uint32_t>(gen());
@@ -866,6 +903,8 @@ TEST(LargeEncode, StreamingStoresGiveTheScalarResult) {
   check_large_encode<lowbit::float4_e2m1fn, true>(policy{}, false, "float -> e2m1fn packed");
   check_large_encode<lowbit::float6_e3m2fn, true>(policy{}, false, "float -> e3m2fn packed");
   check_large_encode<lowbit::float16, false>(policy{}, false, "float -> float16");
+  check_large_encode<lowbit::float8_e4m3fn, false, lowbit::float8_e5m2>(policy{}, false, "e5m2 -> e4m3fn");
+  check_large_encode<lowbit::float8_e5m2, false, lowbit::float8_e4m3fn>(sr, true, "e4m3fn -> e5m2, stochastic");
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -879,7 +918,7 @@ void check_in_place(const std::string& name) {
   static_assert(sizeof(From) == sizeof(To), "in place needs same-size elements");
   // (under the sanitizers the streaming one just past the threshold: 16 MiB of source and output)
   for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{31}, std::size_t{32}, std::size_t{33},
-                        std::size_t{1000},
+                        std::size_t{1000}, std::size_t{5000},
                         lowbit_test::sanitized_size((std::size_t{16} << 20) / sizeof(From) + 5,
                                                     (std::size_t{16} << 20) / (2 * sizeof(From)) + 5)}) {
     const std::vector<float> x = random_patterns(n, 7);
@@ -915,6 +954,8 @@ TEST(ConvertContract, InPlaceBetweenByteFormats) {
   auto* in_place = reinterpret_cast<lowbit::float8_e4m3fn*>(codes.data());
   lowbit::convert(codes.data(), in_place, codes.size());
   EXPECT_EQ(std::memcmp(in_place, expected.data(), codes.size()), 0);
+  // Every path and length: the VBMI table (4096 codes and more) and the float32 stage (1024 a step).
+  check_in_place<lowbit::float8_e5m2, lowbit::float8_e4m3fn>("e5m2 -> e4m3fn");
 }
 
 TEST(ConvertContract, ContainerOverloadsConvertLikeThePointerOnes) {

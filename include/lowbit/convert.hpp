@@ -2,14 +2,17 @@
 //
 // Each call is bit-identical to encode/decode applied element by element (the scalar codec is the
 // reference). The work is done by kernels/: the AVX-512 kernels where the CPU has AVX-512 and the
-// operation has one (float32 into every format under nearest-even or toward-zero with a simple
-// policy; the FP8/FP6 decoders: kernels/convert/avx512.hpp), the AVX2 kernels when the CPU has
-// AVX2+FMA+F16C, as lowbit::active_isa() says (core/cpu.hpp), the scalar loops otherwise. Which path ran never
+// operation has one (float32, float16 and bfloat16 into every format under every policy the AVX2
+// kernels take; the decoders; with VBMI, byte codes into float16, bfloat16 and the byte formats
+// by table: kernels/convert/avx512.hpp), the AVX2 kernels when the CPU has AVX2+FMA+F16C, as
+// lowbit::active_isa() says (core/cpu.hpp), the scalar loops otherwise. Which path ran never
 // changes the bytes written, whatever the caller's MXCSR (flush-to-zero, denormals-are-zero).
 //
 // AVX2 coverage: float, float16 and bfloat16 into every format; every format of at most 8 bits
-// into float16 and bfloat16 (decoding); every format into float; the packed layouts. Everything
-// else (double sources, minifloat-to-minifloat between byte formats, and E8M0 under
+// into float16 and bfloat16 (decoding); every format into float; the packed layouts. A byte
+// format into another byte format (unpacked or packed) decodes into a float32 stage and encodes
+// from there on the same path; with AVX-512 VBMI it is one table lookup per code instead
+// (kernels/convert/avx512.hpp, convert_vbmi). Everything else (double sources, and E8M0 under
 // unsigned_input::invalid or unsigned_range::before_rounding, the ml_dtypes and ONNX presets)
 // runs the scalar loop.
 //
@@ -61,6 +64,17 @@ inline status convert_arguments(const From* src, std::size_t src_count, const To
 // The bulk calls on a given path (one that is_supported: active_isa() or below it), for
 // convert() and convert_packed() below, and for the tests that compare the paths in one process.
 // Each path takes the kernels it has and hands the rest down: AVX-512, then AVX2, then scalar.
+
+// A byte format into another one (float16 and bfloat16 have their own kernels).
+template <class From, class T>
+struct byte_to_byte : std::false_type {};
+template <class F, class G>
+struct byte_to_byte<minifloat<F>, minifloat<G>> : std::integral_constant<bool, F::bits <= 8 && G::bits <= 8> {};
+
+template <class T, bool Packed, class F>
+void encode_through_float(isa path, const minifloat<F>* src, std::uint8_t* dst, std::size_t n, const policy& p,
+                          const std::uint32_t* random_bits) noexcept;
+
 template <class From, class T>
 void encode_on(isa path, const From* src, T* dst, std::size_t n, const policy& p,
                const std::uint32_t* random_bits) noexcept {
@@ -71,15 +85,21 @@ void encode_on(isa path, const From* src, T* dst, std::size_t n, const policy& p
       return;
     }
   }
-  if constexpr (kernels::avx512::can_convert16_vbmi<From, T>::value) {
-    if (path >= isa::avx512 && vbmi_allowed() && kernels::avx512::convert16_takes<From, T>(p) &&
-        n >= kernels::avx512::detail::vbmi16_min_elements) {
-      kernels::avx512::convert16(src, dst, n, p);
+  if constexpr (kernels::avx512::can_convert_vbmi<From, T>::value) {
+    if (path >= isa::avx512 && vbmi_allowed() && kernels::avx512::convert_vbmi_takes<From, T>(p) &&
+        n >= kernels::avx512::detail::vbmi_table_min_elements) {
+      kernels::avx512::convert_vbmi(src, dst, n, p);
       return;
     }
   }
 #endif
 #if LOWBIT_HAS_AVX2_KERNELS
+  if constexpr (byte_to_byte<From, T>::value) {
+    if (path >= isa::avx2) {
+      encode_through_float<T, false>(path, src, reinterpret_cast<std::uint8_t*>(dst), n, p, random_bits);
+      return;
+    }
+  }
   if constexpr (kernels::avx2::can_encode<From, T>::value) {
     if (path >= isa::avx2 && kernels::avx2::supports_policy<typename T::format>(p)) {
       kernels::avx2::encode(src, dst, n, p, random_bits);
@@ -101,8 +121,21 @@ void encode_packed_on(isa path, const From* src, std::uint8_t* dst, std::size_t 
       return;
     }
   }
+  if constexpr (kernels::avx512::can_convert_vbmi<From, T>::value && T::format::bits < 8) {
+    if (path >= isa::avx512 && vbmi_allowed() && kernels::avx512::convert_vbmi_takes<From, T>(p) &&
+        n >= kernels::avx512::detail::vbmi_table_min_elements) {
+      kernels::avx512::convert_vbmi_packed<T>(src, dst, n, p);
+      return;
+    }
+  }
 #endif
 #if LOWBIT_HAS_AVX2_KERNELS
+  if constexpr (byte_to_byte<From, T>::value) {
+    if (path >= isa::avx2) {
+      encode_through_float<T, true>(path, src, dst, n, p, random_bits);
+      return;
+    }
+  }
   if constexpr (kernels::avx2::can_encode<From, T>::value) {
     if (path >= isa::avx2 && kernels::avx2::supports_policy<typename T::format>(p)) {
       kernels::avx2::encode_packed<T>(src, dst, n, p, random_bits);
@@ -134,6 +167,27 @@ void decode_on(isa path, const minifloat<F>* src, float* dst, std::size_t n) noe
 #endif
   (void)path;
   kernels::scalar::decode(src, dst, n);
+}
+
+// Byte codes decoded (exactly) into an L1 stage of float32 and encoded from there on the same
+// path: the float32 encoders' result for a code's value is the scalar codec's for the code, and
+// each destination format's encoder is instantiated once, not once per source format. In place
+// works: a step reads its codes before it writes. The stage is a multiple of 8 elements, whole
+// bytes in every packed layout.
+template <class T, bool Packed, class F>
+void encode_through_float(isa path, const minifloat<F>* src, std::uint8_t* dst, std::size_t n, const policy& p,
+                          const std::uint32_t* random_bits) noexcept {
+  constexpr std::size_t stage_elements = 1024;
+  alignas(64) float stage[stage_elements];
+  for (std::size_t i = 0; i < n; i += stage_elements) {
+    const std::size_t m = n - i < stage_elements ? n - i : stage_elements;
+    const std::uint32_t* r = random_bits != nullptr ? random_bits + i : nullptr;
+    decode_on(path, src + i, stage, m);
+    if constexpr (Packed)
+      encode_packed_on<T>(path, stage, dst + packed_bytes(i, T::format::bits), m, p, r);
+    else
+      encode_on(path, stage, reinterpret_cast<T*>(dst) + i, m, p, r);
+  }
 }
 
 }  // namespace detail

@@ -81,7 +81,8 @@ template <class F>
 struct is_byte_minifloat<minifloat<F>, void> : std::integral_constant<bool, (F::bits <= 8)> {};
 
 // Sources read directly: float32, float16 and bfloat16. Byte-sized formats are read too, but only
-// for decoding into float16 / bfloat16 (the other minifloat-to-minifloat pairs stay scalar).
+// for decoding into float16 / bfloat16 (a byte format into another one goes through a float32
+// stage: convert.hpp's encode_through_float).
 template <class From, class T>
 struct can_encode
     : std::integral_constant<bool, is_minifloat<T>::value &&

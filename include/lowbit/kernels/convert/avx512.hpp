@@ -1089,14 +1089,15 @@ void decode_sextets_vbmi(const std::uint8_t* src, float* dst, std::size_t n) noe
   decode_vbmi_loop<vbmi_index::seven_bits>(vbmi_sextet_codes{src}, dst, n, 4, vbmi_tables_of<F>());
 }
 
-// Byte codes -> float16 or bfloat16 under any policy (the AVX2 path's "decoding into 16 bits"):
-// the table is the scalar converter's result for each of the 256 codes under that policy, so
-// it is the reference by construction; the default policy's table is built once, any other's
-// when a thread's call names a policy other than its previous one (256 scalar conversions, about
-// a microsecond: calls below vbmi16_min_elements keep the AVX2 kernel). A vpermq puts qwords
-// 0 4 1 5 2 6 3 7 in order for the byte unpacks: two vpermi2b, two unpacks and two stores per 64
-// codes.
-constexpr std::size_t vbmi16_min_elements = 4096;
+// Byte codes -> float16, bfloat16 or a byte format under any policy (the AVX2 path's "decoding
+// into 16 bits" and its byte reader): the table is the scalar converter's result for each of the
+// 256 codes under that policy, so it is the reference by construction; the default policy's
+// table is built once, any other's when a thread's call names a policy other than its previous
+// one (256 scalar conversions, about a microsecond: calls below vbmi_table_min_elements keep the
+// AVX2 kernel). 16-bit results: a vpermq puts qwords 0 4 1 5 2 6 3 7 in order for the byte
+// unpacks, then two vpermi2b, two unpacks and two stores per 64 codes. Byte results: two vpermi2b
+// (codes 0-127 and 128-255) and a blend on the code's top bit.
+constexpr std::size_t vbmi_table_min_elements = 4096;
 
 inline bool same_policy(const policy& p, const policy& d) noexcept {
   return p.ov == d.ov && p.rm == d.rm && p.nan_sign == d.nan_sign && p.nan_pattern == d.nan_pattern &&
@@ -1108,19 +1109,45 @@ static_assert(sizeof(policy) == 8 * sizeof(rounding), "same_policy compares ever
 // Whether every code of From is exactly a value of T (avx2.hpp's holds_exactly, which also asks
 // for normal numbers to stay normal), so that no random bit can change a result.
 template <class From, class T>
-struct exact16 : std::false_type {};
+struct exact_codes : std::false_type {};
 template <class F, class T>
-struct exact16<minifloat<F>, T> : avx2::detail::holds_exactly<F, typename T::format> {};
+struct exact_codes<minifloat<F>, T> : avx2::detail::holds_exactly<F, typename T::format> {};
 
-template <class F, class T16>
-void fill_vbmi16_tables(const policy& p, vbmi_tables& r) noexcept {
+// The results of the 256 codes under p (a byte result's high table is zero).
+template <class F, class T>
+void fill_result_tables(const policy& p, vbmi_tables& r) noexcept {
   minifloat<F> codes[256];
-  T16 results[256];
+  T results[256];
   std::uint16_t bits[256];
   every_code(codes);
   scalar::encode(codes, results, 256, p, nullptr);
   for (unsigned c = 0; c < 256; ++c) bits[c] = results[c].bits();
   fill_vbmi_tables(bits, r);
+}
+
+// The tables of F -> T under p: the default policy's, or those of the thread's last other policy
+// (a model's tensors converted one call each under one preset build them once). last.p stays the
+// default policy until the first fill, and the default policy never reads last.t.
+template <class F, class T>
+const vbmi_tables& result_tables(const policy& p) noexcept {
+  static const vbmi_tables defaults = [] {
+    vbmi_tables r;
+    fill_result_tables<F, T>(policy{}, r);
+    return r;
+  }();
+  struct last_tables {
+    policy p;
+    vbmi_tables t;
+  };
+  thread_local last_tables last{policy{}, vbmi_tables{}};
+  policy q = p;
+  if (exact_codes<minifloat<F>, T>::value) q.rm = rounding::nearest_even;  // nothing rounds: the mode cannot matter
+  if (same_policy(q, policy{})) return defaults;
+  if (!same_policy(last.p, q)) {
+    fill_result_tables<F, T>(q, last.t);
+    last.p = q;
+  }
+  return last.t;
 }
 
 template <vbmi_index Mode>
@@ -1143,32 +1170,63 @@ LOWBIT_TARGET_AVX512_VBMI void convert16_vbmi_loop(const std::uint8_t* src, std:
   }
 }
 
-template <class F, class T16>
-void convert16_vbmi(const minifloat<F>* src, T16* dst, std::size_t n, const policy& p) noexcept {
-  static const vbmi_tables defaults = [] {
-    vbmi_tables r;
-    fill_vbmi16_tables<F, T16>(policy{}, r);
-    return r;
-  }();
-  // The tables of the thread's last other policy (a model's tensors converted one call each under
-  // one preset build them once). last.p stays the default policy until the first fill, and the
-  // default policy never reads last.t.
-  struct last_tables {
-    policy p;
-    vbmi_tables t;
-  };
-  thread_local last_tables last{policy{}, vbmi_tables{}};
-  policy q = p;
-  if (exact16<minifloat<F>, T16>::value) q.rm = rounding::nearest_even;  // nothing rounds: the mode cannot matter
-  const bool is_default = same_policy(q, policy{});
-  if (!is_default && !same_policy(last.p, q)) {
-    fill_vbmi16_tables<F, T16>(q, last.t);
-    last.p = q;
+// Byte results in layout L (one per byte, or packed: the padding of a last partial step is
+// cleared before the packing, so that no table entry leaks into a shared last byte).
+struct byte_table {
+  __m512i t0, t1, t2, t3;  // entries 0-63, 64-127, 128-191, 192-255
+};
+// The results of elements i .. i + m - 1 (m <= 64), in layout L.
+template <layout L>
+LOWBIT_AVX512_VBMI_INLINE void convert8_step(const std::uint8_t* src, std::uint8_t* dst, std::size_t i, std::size_t m,
+                                             const byte_table& k) {
+  const __mmask64 in = m >= 64 ? ~__mmask64{0} : (__mmask64{1} << m) - 1u;
+  const __m512i c = _mm512_maskz_loadu_epi8(in, src + i);
+  const __m512i r = _mm512_maskz_mov_epi8(in, _mm512_mask_blend_epi8(_mm512_movepi8_mask(c), _mm512_permutex2var_epi8(k.t0, c, k.t1),
+                                                                     _mm512_permutex2var_epi8(k.t2, c, k.t3)));
+  if constexpr (L == layout::bytes) {
+    _mm512_mask_storeu_epi8(dst + i, in, r);
+  } else if (m >= 64) {
+    store_bytes<L>(dst + layout_bytes<L>(i), r);
+  } else {
+    std::uint8_t stage[48];
+    store_bytes<L>(stage, r);
+    std::memcpy(dst + layout_bytes<L>(i), stage, layout_bytes<L>(m));
   }
-  const vbmi_tables& t = is_default ? defaults : last.t;
+}
+
+// One code per byte beyond the caches (source and output at least stream_threshold_bytes)
+// streams its output from the first 64-byte line of dst on: an ordinary store would first read
+// the line it writes, 3 bytes of traffic per element instead of 2.
+template <layout L>
+LOWBIT_TARGET_AVX512_VBMI void convert8_vbmi_loop(const std::uint8_t* src, std::uint8_t* dst, std::size_t n,
+                                                  const vbmi_tables& t) noexcept {
+  const byte_table k{_mm512_load_si512(t.lo), _mm512_load_si512(t.lo + 64), _mm512_load_si512(t.lo + 128),
+                     _mm512_load_si512(t.lo + 192)};
+  std::size_t i = 0;
+  if (L == layout::bytes && 2 * n >= avx2::stream_threshold_bytes) {
+    i = (64 - reinterpret_cast<std::uintptr_t>(dst) % 64) % 64;
+    convert8_step<L>(src, dst, 0, i, k);
+    for (; i + 64 <= n; i += 64) {
+      const __m512i c = _mm512_loadu_si512(src + i);
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i),
+                          _mm512_mask_blend_epi8(_mm512_movepi8_mask(c), _mm512_permutex2var_epi8(k.t0, c, k.t1),
+                                                 _mm512_permutex2var_epi8(k.t2, c, k.t3)));
+    }
+    _mm_sfence();
+  }
+  for (; i < n; i += 64) convert8_step<L>(src, dst, i, n - i < 64 ? n - i : 64, k);
+}
+
+template <class F, class T>
+void convert_vbmi(const minifloat<F>* src, T* dst, std::size_t n, const policy& p) noexcept {
+  const vbmi_tables& t = result_tables<F, T>(p);
   const auto* s = reinterpret_cast<const std::uint8_t*>(src);
-  auto* d = reinterpret_cast<std::uint16_t*>(dst);
-  with_vbmi_mode<F>(t, [&](auto mode) { convert16_vbmi_loop<decltype(mode)::value>(s, d, n, t); });
+  if constexpr (sizeof(T) == 1) {
+    convert8_vbmi_loop<layout::bytes>(s, reinterpret_cast<std::uint8_t*>(dst), n, t);
+  } else {
+    auto* d = reinterpret_cast<std::uint16_t*>(dst);
+    with_vbmi_mode<F>(t, [&](auto mode) { convert16_vbmi_loop<decltype(mode)::value>(s, d, n, t); });
+  }
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -1333,24 +1391,33 @@ void decode(const minifloat<F>* src, float* dst, std::size_t n) noexcept {
     detail::decode_table<F, false>(reinterpret_cast<const std::uint8_t*>(src), dst, n);
 }
 
-// Byte codes (FP8, unpacked FP6 and FP4, E8M0) into float16 / bfloat16 with VBMI, under every
-// policy but stochastic rounding where a code may round (the callers check use of VBMI and
-// n >= vbmi16_min_elements): one table of results, built with zero random bits.
+// Byte codes (FP8, unpacked FP6 and FP4, E8M0) into float16, bfloat16 or a byte format (one code
+// per byte) with VBMI, under every policy but stochastic rounding where a code may round (the
+// callers check use of VBMI and n >= vbmi_table_min_elements): one table of results, built with
+// zero random bits.
 template <class From, class T>
-struct can_convert16_vbmi : std::false_type {};
+struct can_convert_vbmi : std::false_type {};
 template <class F, class T>
-struct can_convert16_vbmi<minifloat<F>, T>
-    : std::integral_constant<bool, (F::bits <= 8) && avx2::is_half_type<T>::value> {};
+struct can_convert_vbmi<minifloat<F>, T>
+    : std::integral_constant<bool, (F::bits <= 8) && (avx2::is_half_type<T>::value || avx2::is_byte_minifloat<T>::value)> {};
 
 template <class From, class T>
-constexpr bool convert16_takes(const policy& p) noexcept {
-  return p.rm != rounding::stochastic || detail::exact16<From, T>::value;
+constexpr bool convert_vbmi_takes(const policy& p) noexcept {
+  return p.rm != rounding::stochastic || detail::exact_codes<From, T>::value;
 }
 
 template <class F, class T>
-void convert16(const minifloat<F>* src, T* dst, std::size_t n, const policy& p) noexcept {
-  static_assert(can_convert16_vbmi<minifloat<F>, T>::value, "no VBMI kernel for this pair");
-  detail::convert16_vbmi<F, T>(src, dst, n, p);
+void convert_vbmi(const minifloat<F>* src, T* dst, std::size_t n, const policy& p) noexcept {
+  static_assert(can_convert_vbmi<minifloat<F>, T>::value, "no VBMI kernel for this pair");
+  detail::convert_vbmi<F, T>(src, dst, n, p);
+}
+
+// The same into the packed layouts of the 4- and 6-bit formats.
+template <class T, class F>
+void convert_vbmi_packed(const minifloat<F>* src, std::uint8_t* dst, std::size_t n, const policy& p) noexcept {
+  static_assert(can_convert_vbmi<minifloat<F>, T>::value && T::format::bits < 8, "no VBMI kernel for this pair");
+  detail::convert8_vbmi_loop<avx2::detail::packed_layout_of<typename T::format>()>(
+      reinterpret_cast<const std::uint8_t*>(src), dst, n, detail::result_tables<F, T>(p));
 }
 
 // Packed FP4 (two codes per byte, low nibble first) and packed FP6 (four codes in three bytes).
