@@ -849,11 +849,14 @@ TEST(LargeDecode, StreamingStoresGiveTheScalarResult) {
 // non-temporal stores from the first aligned element on (convert/avx2.hpp's encode_stream_start):
 // every layout (bytes, words, nibbles, sextets), stochastic rounding too, at destination offsets
 // that put that element anywhere in its line, against the scalar path. From a byte format (the
-// VBMI table's 64-byte lines) the values are first rounded to it.
+// VBMI tables' 64-byte lines) the values are first rounded to it.
 template <class T, bool Packed, class From = float>
 void check_large_encode(const policy& p, bool stochastic, const std::string& name) {
   constexpr std::size_t n = (std::size_t{16} << 20) / (std::is_same<From, float>::value ? 4 : 2) + 77;
-  const std::vector<float> values = gaussian(n, static_cast<float>(std::numeric_limits<T>::max()) / 4, 41);
+  using Range = std::conditional_t<std::is_same<From, float>::value, T, From>;
+  const double top = std::min(static_cast<double>(std::numeric_limits<T>::max()),
+                              static_cast<double>(std::numeric_limits<Range>::max()));
+  const std::vector<float> values = gaussian(n, static_cast<float>(top / 4), 41);
   std::vector<From> x(n);
   if constexpr (std::is_same<From, float>::value)
     x = values;
@@ -905,6 +908,7 @@ TEST(LargeEncode, StreamingStoresGiveTheScalarResult) {
   check_large_encode<lowbit::float16, false>(policy{}, false, "float -> float16");
   check_large_encode<lowbit::float8_e4m3fn, false, lowbit::float8_e5m2>(policy{}, false, "e5m2 -> e4m3fn");
   check_large_encode<lowbit::float8_e5m2, false, lowbit::float8_e4m3fn>(sr, true, "e4m3fn -> e5m2, stochastic");
+  check_large_encode<lowbit::bfloat16, false, lowbit::float8_e4m3fn>(policy{}, false, "e4m3fn -> bfloat16");
 }
 
 // ------------------------------------------------------------------------------------------------

@@ -1150,24 +1150,41 @@ const vbmi_tables& result_tables(const policy& p) noexcept {
   return last.t;
 }
 
+// The 16-bit results of elements i .. i + m - 1 (m <= 64); Stream: m = 64 and dst + i 64-byte
+// aligned, non-temporal stores.
+template <vbmi_index Mode, bool Stream>
+LOWBIT_AVX512_VBMI_INLINE void convert16_step(const std::uint8_t* src, std::uint16_t* dst, std::size_t i, std::size_t m,
+                                              const vbmi_registers& k) {
+  const __mmask64 in = m >= 64 ? ~__mmask64{0} : (__mmask64{1} << m) - 1u;
+  __m512i l, h;
+  vbmi_lookup<Mode>(vbmi_halves_order(_mm512_maskz_loadu_epi8(in, src + i)), k, &l, &h);
+  const __m512i w0 = _mm512_unpacklo_epi8(l, h), w1 = _mm512_unpackhi_epi8(l, h);
+  if (Stream) {
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i), w0);
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i + 32), w1);
+  } else if (m >= 64) {
+    _mm512_storeu_si512(dst + i, w0);
+    _mm512_storeu_si512(dst + i + 32, w1);
+  } else {
+    _mm512_mask_storeu_epi16(dst + i, m >= 32 ? ~__mmask32{0} : (__mmask32{1} << m) - 1u, w0);
+    if (m > 32) _mm512_mask_storeu_epi16(dst + i + 32, (__mmask32{1} << (m - 32)) - 1u, w1);
+  }
+}
+
+// Beyond the caches (source and output at least stream_threshold_bytes) the output streams from
+// its first 64-byte line on, as the AVX2 kernel's does.
 template <vbmi_index Mode>
 LOWBIT_TARGET_AVX512_VBMI void convert16_vbmi_loop(const std::uint8_t* src, std::uint16_t* dst, std::size_t n,
                                                    const vbmi_tables& t) noexcept {
   const vbmi_registers k = vbmi_load(t);
-  for (std::size_t i = 0; i < n; i += 64) {
-    const std::size_t m = n - i;
-    const __mmask64 in = m >= 64 ? ~__mmask64{0} : (__mmask64{1} << m) - 1u;
-    __m512i l, h;
-    vbmi_lookup<Mode>(vbmi_halves_order(_mm512_maskz_loadu_epi8(in, src + i)), k, &l, &h);
-    const __m512i w0 = _mm512_unpacklo_epi8(l, h), w1 = _mm512_unpackhi_epi8(l, h);
-    if (m >= 64) {
-      _mm512_storeu_si512(dst + i, w0);
-      _mm512_storeu_si512(dst + i + 32, w1);
-    } else {
-      _mm512_mask_storeu_epi16(dst + i, m >= 32 ? ~__mmask32{0} : (__mmask32{1} << m) - 1u, w0);
-      if (m > 32) _mm512_mask_storeu_epi16(dst + i + 32, (__mmask32{1} << (m - 32)) - 1u, w1);
-    }
+  std::size_t i = 0;
+  if (3 * n >= avx2::stream_threshold_bytes) {
+    i = (64 - reinterpret_cast<std::uintptr_t>(dst) % 64) % 64 / 2;  // (dst is 2-byte aligned)
+    convert16_step<Mode, false>(src, dst, 0, i, k);
+    for (; i + 64 <= n; i += 64) convert16_step<Mode, true>(src, dst, i, 64, k);
+    _mm_sfence();
   }
+  for (; i < n; i += 64) convert16_step<Mode, false>(src, dst, i, n - i < 64 ? n - i : 64, k);
 }
 
 // Byte results in layout L (one per byte, or packed: the padding of a last partial step is
