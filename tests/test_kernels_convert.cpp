@@ -29,6 +29,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support.hpp"
@@ -466,6 +467,39 @@ TEST(KernelDispatch, VbmiFollowsTheCpuThePathAndTheEnvironment) {
 #endif
   const lowbit::scoped_isa use(isa::avx2);
   EXPECT_FALSE(lowbit::detail::use_avx512_vbmi());
+}
+
+// The VBMI byte tables: the default policy's at any length; another policy's built by a call of
+// vbmi_build_min_elements or more and then used by calls of any length on that thread; a smaller
+// call that would build them declines (the caller takes the AVX2 kernels) and writes nothing.
+TEST(KernelDispatch, VbmiTablesAreBuiltByLargeCallsAndReusedBySmallOnes) {
+#if LOWBIT_HAS_AVX512_KERNELS
+  if (!lowbit::detail::vbmi_allowed()) GTEST_SKIP() << "no AVX-512 VBMI";
+  std::thread([] {
+    constexpr std::size_t big = lowbit::kernels::avx512::detail::vbmi_build_min_elements;
+    std::vector<lowbit::float8_e5m2> src(big);
+    for (std::size_t i = 0; i < big; ++i) src[i] = lowbit::float8_e5m2::from_bits(static_cast<std::uint8_t>(i * 37));
+    const policy other = lowbit::presets::pytorch(overflow::saturate);
+    std::vector<lowbit::float8_e4m3fn> want(big), got(big);
+    for (const bool is_default : {true, false}) {
+      const policy p = is_default ? policy{} : other;
+      lowbit::kernels::scalar::encode(src.data(), want.data(), big, p, nullptr);
+      std::fill(got.begin(), got.end(), lowbit::float8_e4m3fn::from_bits(0x55));
+      EXPECT_EQ(lowbit::kernels::avx512::convert_vbmi(src.data(), got.data(), 1, p), is_default);
+      EXPECT_EQ(got[0].bits(), is_default ? want[0].bits() : 0x55);
+      EXPECT_TRUE(lowbit::kernels::avx512::convert_vbmi(src.data(), got.data(), big, p));
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), big), 0);
+      std::fill(got.begin(), got.end(), lowbit::float8_e4m3fn::from_bits(0x55));
+      EXPECT_TRUE(lowbit::kernels::avx512::convert_vbmi(src.data(), got.data(), 100, p));
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), 100), 0);
+      EXPECT_EQ(got[100].bits(), 0x55);
+    }
+    // Another policy again: declined below the threshold while the thread holds `other`'s.
+    policy third = other;
+    third.rm = rounding::toward_zero;
+    EXPECT_FALSE(lowbit::kernels::avx512::convert_vbmi(src.data(), got.data(), 100, third));
+  }).join();
+#endif
 }
 
 TEST(KernelDispatch, Avx512Bf16FollowsTheCpuThePathAndTheEnvironment) {

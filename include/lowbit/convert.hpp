@@ -87,10 +87,8 @@ void encode_on(isa path, const From* src, T* dst, std::size_t n, const policy& p
   }
   if constexpr (kernels::avx512::can_convert_vbmi<From, T>::value) {
     if (path >= isa::avx512 && vbmi_allowed() && kernels::avx512::convert_vbmi_takes<From, T>(p) &&
-        n >= kernels::avx512::detail::vbmi_table_min_elements) {
-      kernels::avx512::convert_vbmi(src, dst, n, p);
+        kernels::avx512::convert_vbmi(src, dst, n, p))
       return;
-    }
   }
 #endif
 #if LOWBIT_HAS_AVX2_KERNELS
@@ -123,10 +121,8 @@ void encode_packed_on(isa path, const From* src, std::uint8_t* dst, std::size_t 
   }
   if constexpr (kernels::avx512::can_convert_vbmi<From, T>::value && T::format::bits < 8) {
     if (path >= isa::avx512 && vbmi_allowed() && kernels::avx512::convert_vbmi_takes<From, T>(p) &&
-        n >= kernels::avx512::detail::vbmi_table_min_elements) {
-      kernels::avx512::convert_vbmi_packed<T>(src, dst, n, p);
+        kernels::avx512::convert_vbmi_packed<T>(src, dst, n, p))
       return;
-    }
   }
 #endif
 #if LOWBIT_HAS_AVX2_KERNELS

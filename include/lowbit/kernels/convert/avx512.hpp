@@ -1093,11 +1093,14 @@ void decode_sextets_vbmi(const std::uint8_t* src, float* dst, std::size_t n) noe
 // into 16 bits" and its byte reader): the table is the scalar converter's result for each of the
 // 256 codes under that policy, so it is the reference by construction; the default policy's
 // table is built once, any other's when a thread's call names a policy other than its previous
-// one (256 scalar conversions, about a microsecond: calls below vbmi_table_min_elements keep the
-// AVX2 kernel). 16-bit results: a vpermq puts qwords 0 4 1 5 2 6 3 7 in order for the byte
-// unpacks, then two vpermi2b, two unpacks and two stores per 64 codes. Byte results: two vpermi2b
-// (codes 0-127 and 128-255) and a blend on the code's top bit.
-constexpr std::size_t vbmi_table_min_elements = 4096;
+// one (256 scalar conversions, about a microsecond: a call that would build tables takes the
+// kernel from vbmi_build_min_elements on, the AVX2 kernels below). With its tables ready a call
+// of any length takes it (on Zen 4, 64 codes into bfloat16: 6 ns against the AVX2 kernel's 8;
+// into a byte format: 4 ns against the float32 stage's 34). 16-bit results: a vpermq puts qwords
+// 0 4 1 5 2 6 3 7 in order for the byte unpacks, then two vpermi2b, two unpacks and two stores
+// per 64 codes. Byte results: two vpermi2b (codes 0-127 and 128-255) and a blend on the code's
+// top bit.
+constexpr std::size_t vbmi_build_min_elements = 4096;
 
 inline bool same_policy(const policy& p, const policy& d) noexcept {
   return p.ov == d.ov && p.rm == d.rm && p.nan_sign == d.nan_sign && p.nan_pattern == d.nan_pattern &&
@@ -1125,11 +1128,12 @@ void fill_result_tables(const policy& p, vbmi_tables& r) noexcept {
   fill_vbmi_tables(bits, r);
 }
 
-// The tables of F -> T under p: the default policy's, or those of the thread's last other policy
-// (a model's tensors converted one call each under one preset build them once). last.p stays the
-// default policy until the first fill, and the default policy never reads last.t.
+// The tables of F -> T under p for a call of n elements: the default policy's, or those of the
+// thread's last other policy (a model's tensors converted one call each under one preset build
+// them once); null where the call is too small for the kernel (above). last.p stays the default
+// policy until the first fill, and the default policy never reads last.t.
 template <class F, class T>
-const vbmi_tables& result_tables(const policy& p) noexcept {
+const vbmi_tables* result_tables(const policy& p, std::size_t n) noexcept {
   static const vbmi_tables defaults = [] {
     vbmi_tables r;
     fill_result_tables<F, T>(policy{}, r);
@@ -1142,12 +1146,13 @@ const vbmi_tables& result_tables(const policy& p) noexcept {
   thread_local last_tables last{policy{}, vbmi_tables{}};
   policy q = p;
   if (exact_codes<minifloat<F>, T>::value) q.rm = rounding::nearest_even;  // nothing rounds: the mode cannot matter
-  if (same_policy(q, policy{})) return defaults;
+  if (same_policy(q, policy{})) return &defaults;
   if (!same_policy(last.p, q)) {
+    if (n < vbmi_build_min_elements) return nullptr;
     fill_result_tables<F, T>(q, last.t);
     last.p = q;
   }
-  return last.t;
+  return &last.t;
 }
 
 // The 16-bit results of elements i .. i + m - 1 (m <= 64); Stream: m = 64 and dst + i 64-byte
@@ -1235,15 +1240,17 @@ LOWBIT_TARGET_AVX512_VBMI void convert8_vbmi_loop(const std::uint8_t* src, std::
 }
 
 template <class F, class T>
-void convert_vbmi(const minifloat<F>* src, T* dst, std::size_t n, const policy& p) noexcept {
-  const vbmi_tables& t = result_tables<F, T>(p);
+bool convert_vbmi(const minifloat<F>* src, T* dst, std::size_t n, const policy& p) noexcept {
+  const vbmi_tables* t = result_tables<F, T>(p, n);
+  if (t == nullptr) return false;
   const auto* s = reinterpret_cast<const std::uint8_t*>(src);
   if constexpr (sizeof(T) == 1) {
-    convert8_vbmi_loop<layout::bytes>(s, reinterpret_cast<std::uint8_t*>(dst), n, t);
+    convert8_vbmi_loop<layout::bytes>(s, reinterpret_cast<std::uint8_t*>(dst), n, *t);
   } else {
     auto* d = reinterpret_cast<std::uint16_t*>(dst);
-    with_vbmi_mode<F>(t, [&](auto mode) { convert16_vbmi_loop<decltype(mode)::value>(s, d, n, t); });
+    with_vbmi_mode<F>(*t, [&](auto mode) { convert16_vbmi_loop<decltype(mode)::value>(s, d, n, *t); });
   }
+  return true;
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -1410,8 +1417,8 @@ void decode(const minifloat<F>* src, float* dst, std::size_t n) noexcept {
 
 // Byte codes (FP8, unpacked FP6 and FP4, E8M0) into float16, bfloat16 or a byte format (one code
 // per byte) with VBMI, under every policy but stochastic rounding where a code may round (the
-// callers check use of VBMI and n >= vbmi_table_min_elements): one table of results, built with
-// zero random bits.
+// callers check use of VBMI): one table of results, built with zero random bits. false: the call
+// is too small for the kernel in the thread's state (detail::result_tables), nothing written.
 template <class From, class T>
 struct can_convert_vbmi : std::false_type {};
 template <class F, class T>
@@ -1424,17 +1431,20 @@ constexpr bool convert_vbmi_takes(const policy& p) noexcept {
 }
 
 template <class F, class T>
-void convert_vbmi(const minifloat<F>* src, T* dst, std::size_t n, const policy& p) noexcept {
+bool convert_vbmi(const minifloat<F>* src, T* dst, std::size_t n, const policy& p) noexcept {
   static_assert(can_convert_vbmi<minifloat<F>, T>::value, "no VBMI kernel for this pair");
-  detail::convert_vbmi<F, T>(src, dst, n, p);
+  return detail::convert_vbmi<F, T>(src, dst, n, p);
 }
 
 // The same into the packed layouts of the 4- and 6-bit formats.
 template <class T, class F>
-void convert_vbmi_packed(const minifloat<F>* src, std::uint8_t* dst, std::size_t n, const policy& p) noexcept {
+bool convert_vbmi_packed(const minifloat<F>* src, std::uint8_t* dst, std::size_t n, const policy& p) noexcept {
   static_assert(can_convert_vbmi<minifloat<F>, T>::value && T::format::bits < 8, "no VBMI kernel for this pair");
+  const detail::vbmi_tables* t = detail::result_tables<F, T>(p, n);
+  if (t == nullptr) return false;
   detail::convert8_vbmi_loop<avx2::detail::packed_layout_of<typename T::format>()>(
-      reinterpret_cast<const std::uint8_t*>(src), dst, n, detail::result_tables<F, T>(p));
+      reinterpret_cast<const std::uint8_t*>(src), dst, n, *t);
+  return true;
 }
 
 // Packed FP4 (two codes per byte, low nibble first) and packed FP6 (four codes in three bytes).
