@@ -275,13 +275,14 @@ void check_container(input& in, std::size_t n) {
 
 template <class T>
 void check_format(input& in, std::size_t n) {
-  switch (in.below(7)) {
+  switch (in.below(8)) {
     case 6: check_container<T>(in, n); break;
     case 0: check_encode<T, float>(in, n); break;
     case 1: check_encode<T, double>(in, n); break;
     case 2: check_encode<T, float16>(in, n); break;
     case 3: check_encode<T, bfloat16>(in, n); break;
     case 4: check_encode<T, float8_e4m3fn>(in, n); break;
+    case 5: check_encode<T, float8_e8m0fnu>(in, n); break;  // the byte source without a zero code
     default: check_decode<T>(in, n); break;
   }
 }
