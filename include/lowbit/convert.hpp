@@ -65,12 +65,7 @@ inline status convert_arguments(const From* src, std::size_t src_count, const To
 // convert() and convert_packed() below, and for the tests that compare the paths in one process.
 // Each path takes the kernels it has and hands the rest down: AVX-512, then AVX2, then scalar.
 
-// A byte format into another one (float16 and bfloat16 have their own kernels).
-template <class From, class T>
-struct byte_to_byte : std::false_type {};
-template <class F, class G>
-struct byte_to_byte<minifloat<F>, minifloat<G>> : std::integral_constant<bool, F::bits <= 8 && G::bits <= 8> {};
-
+// A byte format into another one (float16 and bfloat16 have their own kernels), below.
 template <class T, bool Packed, class F>
 void encode_through_float(isa path, const minifloat<F>* src, std::uint8_t* dst, std::size_t n, const policy& p,
                           const std::uint32_t* random_bits) noexcept;
@@ -92,7 +87,7 @@ void encode_on(isa path, const From* src, T* dst, std::size_t n, const policy& p
   }
 #endif
 #if LOWBIT_HAS_AVX2_KERNELS
-  if constexpr (byte_to_byte<From, T>::value) {
+  if constexpr (kernels::avx2::is_byte_minifloat<From>::value && kernels::avx2::is_byte_minifloat<T>::value) {
     if (path >= isa::avx2) {
       encode_through_float<T, false>(path, src, reinterpret_cast<std::uint8_t*>(dst), n, p, random_bits);
       return;
@@ -126,7 +121,7 @@ void encode_packed_on(isa path, const From* src, std::uint8_t* dst, std::size_t 
   }
 #endif
 #if LOWBIT_HAS_AVX2_KERNELS
-  if constexpr (byte_to_byte<From, T>::value) {
+  if constexpr (kernels::avx2::is_byte_minifloat<From>::value && kernels::avx2::is_byte_minifloat<T>::value) {
     if (path >= isa::avx2) {
       encode_through_float<T, true>(path, src, dst, n, p, random_bits);
       return;

@@ -1164,7 +1164,7 @@ LOWBIT_AVX512_VBMI_INLINE void convert16_step(const std::uint8_t* src, std::uint
   __m512i l, h;
   vbmi_lookup<Mode>(vbmi_halves_order(_mm512_maskz_loadu_epi8(in, src + i)), k, &l, &h);
   const __m512i w0 = _mm512_unpacklo_epi8(l, h), w1 = _mm512_unpackhi_epi8(l, h);
-  if (Stream) {
+  if constexpr (Stream) {
     _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i), w0);
     _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i + 32), w1);
   } else if (m >= 64) {
@@ -1197,15 +1197,19 @@ LOWBIT_TARGET_AVX512_VBMI void convert16_vbmi_loop(const std::uint8_t* src, std:
 struct byte_table {
   __m512i t0, t1, t2, t3;  // entries 0-63, 64-127, 128-191, 192-255
 };
-// The results of elements i .. i + m - 1 (m <= 64), in layout L.
-template <layout L>
+// The results of elements i .. i + m - 1 (m <= 64), in layout L; Stream: one code per byte, m =
+// 64 and dst + i 64-byte aligned, a non-temporal store.
+template <layout L, bool Stream = false>
 LOWBIT_AVX512_VBMI_INLINE void convert8_step(const std::uint8_t* src, std::uint8_t* dst, std::size_t i, std::size_t m,
                                              const byte_table& k) {
   const __mmask64 in = m >= 64 ? ~__mmask64{0} : (__mmask64{1} << m) - 1u;
   const __m512i c = _mm512_maskz_loadu_epi8(in, src + i);
   const __m512i r = _mm512_maskz_mov_epi8(in, _mm512_mask_blend_epi8(_mm512_movepi8_mask(c), _mm512_permutex2var_epi8(k.t0, c, k.t1),
                                                                      _mm512_permutex2var_epi8(k.t2, c, k.t3)));
-  if constexpr (L == layout::bytes) {
+  if constexpr (Stream) {
+    static_assert(L == layout::bytes, "streams one code per byte");
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i), r);
+  } else if constexpr (L == layout::bytes) {
     _mm512_mask_storeu_epi8(dst + i, in, r);
   } else if (m >= 64) {
     store_bytes<L>(dst + layout_bytes<L>(i), r);
@@ -1217,24 +1221,21 @@ LOWBIT_AVX512_VBMI_INLINE void convert8_step(const std::uint8_t* src, std::uint8
 }
 
 // One code per byte beyond the caches (source and output at least stream_threshold_bytes)
-// streams its output from the first 64-byte line of dst on: an ordinary store would first read
-// the line it writes, 3 bytes of traffic per element instead of 2.
+// streams its output from the first 64-byte line of dst on, as convert16_vbmi_loop does: an
+// ordinary store would first read the line it writes, 3 bytes of traffic per element instead of 2.
 template <layout L>
 LOWBIT_TARGET_AVX512_VBMI void convert8_vbmi_loop(const std::uint8_t* src, std::uint8_t* dst, std::size_t n,
                                                   const vbmi_tables& t) noexcept {
   const byte_table k{_mm512_load_si512(t.lo), _mm512_load_si512(t.lo + 64), _mm512_load_si512(t.lo + 128),
                      _mm512_load_si512(t.lo + 192)};
   std::size_t i = 0;
-  if (L == layout::bytes && 2 * n >= avx2::stream_threshold_bytes) {
-    i = (64 - reinterpret_cast<std::uintptr_t>(dst) % 64) % 64;
-    convert8_step<L>(src, dst, 0, i, k);
-    for (; i + 64 <= n; i += 64) {
-      const __m512i c = _mm512_loadu_si512(src + i);
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i),
-                          _mm512_mask_blend_epi8(_mm512_movepi8_mask(c), _mm512_permutex2var_epi8(k.t0, c, k.t1),
-                                                 _mm512_permutex2var_epi8(k.t2, c, k.t3)));
+  if constexpr (L == layout::bytes) {
+    if (2 * n >= avx2::stream_threshold_bytes) {
+      i = (64 - reinterpret_cast<std::uintptr_t>(dst) % 64) % 64;
+      convert8_step<L>(src, dst, 0, i, k);
+      for (; i + 64 <= n; i += 64) convert8_step<L, true>(src, dst, i, 64, k);
+      _mm_sfence();
     }
-    _mm_sfence();
   }
   for (; i < n; i += 64) convert8_step<L>(src, dst, i, n - i < 64 ? n - i : 64, k);
 }
