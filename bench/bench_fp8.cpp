@@ -7,6 +7,7 @@
 //   decode                  convert(codes) -> float, the baseline of dequantize
 //   quantize_static         fp8_quantize_fixed: the caller's scales
 //   quantize_static_recip   the same with scale_application::multiply_reciprocal
+//   quantize_static_up      the same rounding toward +Inf (a mode off the encoders' path 1)
 //   quantize_dynamic        fp8_quantize: amax pass + quantize pass
 //   dequantize, dequantize_bf16
 // <isa>: scalar (in cache, per tensor), avx2, and avx512 where the CPU has it (the convert and
@@ -168,11 +169,15 @@ void register_format(const std::string& fmt) {
     }
     lowbit::fp8_options recip = lowbit::fp8_presets::per_tensor();
     recip.application = lowbit::scale_application::multiply_reciprocal;
+    lowbit::fp8_options up = lowbit::fp8_presets::per_tensor();
+    up.element_rounding = lowbit::rounding::toward_pos_inf;
     for (isa which : {isa::avx2, isa::avx512}) {
       if (!lowbit::is_supported(which)) continue;
       const std::string w = std::string("/") + lowbit::isa_name(which);
       benchmark::RegisterBenchmark(("fp8/" + fmt + "/quantize_static_recip/per_tensor" + w + n).c_str(),
                                    quantize_static_bench<T>, rows, recip, which);
+      benchmark::RegisterBenchmark(("fp8/" + fmt + "/quantize_static_up/per_tensor" + w + n).c_str(),
+                                   quantize_static_bench<T>, rows, up, which);
     }
   }
 }

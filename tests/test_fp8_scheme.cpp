@@ -391,7 +391,8 @@ void check_lone_decisions(unsigned seed) {
     for (int m = static_cast<int>(gen() % 9) - 4; m != 0; m += m < 0 ? 1 : -1) v = std::nextafter(v, m < 0 ? -inf_f : inf_f);
     x[i] = v;
   }
-  for (lb::rounding rm : {lb::rounding::nearest_even, lb::rounding::toward_zero})
+  for (lb::rounding rm : {lb::rounding::nearest_even, lb::rounding::toward_zero, lb::rounding::toward_pos_inf,
+                          lb::rounding::nearest_away, lb::rounding::nearest_toward_zero})
     for (lb::overflow ov : {lb::overflow::saturate, lb::overflow::non_saturate}) {
       const auto [o, p] = near_decision_options(rm, ov);
       std::vector<std::uint8_t> want(x.size());
@@ -404,6 +405,108 @@ void check_lone_decisions(unsigned seed) {
                                      << static_cast<int>(ov);
       }
     }
+}
+
+// Scales above 2^126, whose reciprocals are subnormal: near 2^128 such a reciprocal keeps 22
+// bits, and x * (1/s) can land 4 float steps from x / s and encode differently, beyond the SIMD
+// kernels' near-decision test (up to 3 steps above a decision), so they divide every step. The
+// test, in the layout of the lone-lane test below: per block of 64 one lane whose product and
+// quotient are that far apart and encode differently under some mode (found by search among
+// codes of T and midpoints times s, moved up to 3 float steps), the other 63 at quarter points
+// between two codes of T (far from every decision), so that no other lane makes the step divide;
+// every fourth block has an ordinary scale. Every mode but stochastic rounding, both overflow
+// policies, both applications.
+template <class T>
+std::vector<float> far_products(float s, const std::vector<float>& values) {
+  std::vector<float> found;
+  const float r = 1.0f / s;
+  for (std::size_t k = 1; k + 1 < values.size(); ++k)
+    for (const float t : {values[k], (values[k] + values[k + 1]) / 2}) {
+      if (static_cast<double>(t) * s > 0x1p127) continue;
+      float x = t * s;
+      for (int m = 0; m < 3; ++m) x = std::nextafter(x, 0.0f);
+      for (int m = 0; m < 7; ++m, x = std::nextafter(x, inf_f)) {
+        const float q = x / s, p = x * r;
+        const std::uint32_t a = lowbit_test::float_bits(q), b = lowbit_test::float_bits(p);
+        if ((a > b ? a - b : b - a) < 4) continue;
+        for (lb::rounding rm : {lb::rounding::nearest_even, lb::rounding::toward_zero, lb::rounding::toward_pos_inf,
+                                lb::rounding::nearest_away, lb::rounding::nearest_toward_zero})
+          if (lb::encode<T>(q, lb::overflow::saturate, rm).bits() != lb::encode<T>(p, lb::overflow::saturate, rm).bits()) {
+            found.push_back(x);
+            break;
+          }
+      }
+    }
+  return found;
+}
+
+template <class T>
+void check_huge_scales(unsigned seed) {
+  std::mt19937 gen(seed);
+  std::vector<float> values;  // T's values from 0 up
+  for (unsigned c = 0; c < 128; ++c) {
+    const float v = lb::decode(T::from_bits(static_cast<std::uint8_t>(c)));
+    if (std::isfinite(v)) values.push_back(v);
+  }
+  std::sort(values.begin(), values.end());
+  const std::size_t first_normal = static_cast<std::size_t>(
+      std::lower_bound(values.begin(), values.end(), static_cast<float>(std::numeric_limits<T>::min())) - values.begin());
+  std::vector<float> huge;  // scales just below 2^128 that have such lanes, and the lanes
+  std::vector<std::vector<float>> lanes;
+  for (std::uint32_t j = 0; huge.size() < 8 && j < 512; ++j) {
+    const float sc = lowbit_test::float_from_bits(0x7F7FFFFFu - j);
+    std::vector<float> f = far_products<T>(sc, values);
+    if (f.empty()) continue;
+    huge.push_back(sc);
+    lanes.push_back(f);
+  }
+  ASSERT_EQ(huge.size(), 8u) << "too few scales whose reciprocal misses by enough";
+  const std::size_t rows = 16, cols = 64 * 8;
+  std::vector<float> s(rows * (cols / 64));
+  std::vector<float> x(rows * cols);
+  for (std::size_t j = 0; j < s.size(); ++j) {
+    const bool ordinary = j % 4 == 3;
+    s[j] = ordinary ? std::ldexp(1.0f + static_cast<float>(gen() % 256) / 256, 3) : huge[j % 8];
+    const double bound = static_cast<double>(std::numeric_limits<float>::max()) / s[j] / 2;
+    for (std::size_t l = 0; l < 64; ++l) {
+      const float sign = gen() % 2 ? 1.0f : -1.0f;
+      float v;
+      if (l == j * 37 % 64) {
+        v = ordinary ? values[1 + gen() % (values.size() - 1)] * s[j] : lanes[j % 8][gen() % lanes[j % 8].size()];
+      } else {
+        std::size_t k;  // (in T's normal range: quarter points below it would make the step divide)
+        do k = first_normal + gen() % (values.size() - 1 - first_normal); while (values[k + 1] >= bound);
+        v = (0.75f * values[k] + 0.25f * values[k + 1]) * s[j];
+      }
+      x[j * 64 + l] = sign * v;
+    }
+  }
+  for (lb::scale_application a : {lb::scale_application::divide, lb::scale_application::multiply_reciprocal})
+    for (lb::rounding rm : {lb::rounding::nearest_even, lb::rounding::toward_zero, lb::rounding::toward_pos_inf,
+                            lb::rounding::nearest_away, lb::rounding::nearest_toward_zero})
+      for (lb::overflow ov : {lb::overflow::saturate, lb::overflow::non_saturate}) {
+        auto [o, p] = near_decision_options(rm, ov);
+        o.application = a;
+        std::vector<std::uint8_t> want(x.size());
+        for (std::size_t i = 0; i < x.size(); ++i) {
+          const float sc = s[i / 64];
+          want[i] = lb::encode<T>(a == lb::scale_application::divide ? x[i] / sc : x[i] * (1.0f / sc), p).bits();
+        }
+        for (lb::isa path : paths()) {
+          const lb::scoped_isa use(path);
+          std::vector<T> q(x.size());
+          ASSERT_TRUE(lb::fp8_quantize_fixed(x.data(), s.data(), rows, cols, o, q.data()).ok());
+          EXPECT_EQ(bytes_of(q), want) << lb::isa_name(path) << " application " << static_cast<int>(a) << " rounding "
+                                       << static_cast<int>(rm) << " overflow " << static_cast<int>(ov);
+        }
+      }
+}
+
+TEST(Fp8Reference, HugeScalesInEveryMode) {
+  check_huge_scales<lb::float8_e4m3fn>(41);
+  check_huge_scales<lb::float8_e5m2>(42);
+  check_huge_scales<lb::float8_e4m3fnuz>(43);
+  check_huge_scales<lb::float8_e5m2fnuz>(44);
 }
 
 TEST(Fp8Reference, QuotientsNearEveryDecision) {

@@ -4,13 +4,13 @@
 //
 //  amax_tile        an unsigned maximum of the float bits with the sign cleared, 16 lanes.
 //  quantize_tile    x * r (vmulps), or x / s as x * r checked by near_decision over the 64 lanes
-//                   and redone with vdivps where a lane might encode differently; the products go
-//                   straight into the AVX-512 conversion encoder's block (kernels/convert/avx512.hpp:
-//                   encode_block), never to memory. Covered: nearest-even and toward zero (both
-//                   overflow modes), scales with a normal reciprocal; stochastic rounding, x / s
-//                   in every step (path 2 of the encoder, encode_fast_block, or path 3 from a
-//                   copy), any scale. Everything else (the other rounding modes, scales above
-//                   2^126 under the nearest modes) goes to the AVX2 kernel, from here.
+//                   and redone with vdivps where a lane might encode differently, or x / s in every
+//                   step (stochastic rounding, where every discarded bit counts, and scales above
+//                   2^126, whose reciprocals are subnormal); the quotients go straight into the
+//                   AVX-512 conversion encoder's block (kernels/convert/avx512.hpp: path 1,
+//                   encode_block, under nearest-even and toward zero; path 2, encode_fast_block,
+//                   or path 3 from a copy under the other modes), never to memory. Every rounding
+//                   mode and policy the AVX2 kernel takes.
 //  dequantize_tile  with VBMI, the codes' exact values looked up in byte tables (the conversion
 //                   decoder's vbmi_decode64) times the scale; without, the float16-twin widening
 //                   (vcvtph2ps of 16 lanes) times the scale with the twin's power of two folded in.
@@ -83,49 +83,62 @@ LOWBIT_AVX512_INLINE bool near_decision(__m512i q0, __m512i q1, __m512i q2, __m5
   return _mm512_cmplt_epu32_mask(_mm512_min_epu32(a, b), _mm512_set1_epi32(static_cast<int>(1u << (35 - K)))) != 0;
 }
 
-// 64 values at p, scaled (x * r, or x / s where near_decision says so) and encoded into dst.
-// Under stochastic rounding every discarded bit counts, so Divide divides every step, and the
-// encoding is the conversion encoder's path 2, or path 3 from a copy of the quotients (rb: the 64
-// random words).
-template <class F, rounding RM, bool Divide, class From>
-LOWBIT_AVX512_INLINE void scaled_step(const From* p, __m512 s, __m512 r, const std::uint32_t* rb, std::uint8_t* dst,
-                                      const avx512::detail::encode_vectors& v) {
-  const __m512 x0 = load16(p), x1 = load16(p + 16), x2 = load16(p + 32), x3 = load16(p + 48);
-  if constexpr (RM == rounding::stochastic) {
-    const __m512 q0 = Divide ? _mm512_div_ps(x0, s) : _mm512_mul_ps(x0, r);
-    const __m512 q1 = Divide ? _mm512_div_ps(x1, s) : _mm512_mul_ps(x1, r);
-    const __m512 q2 = Divide ? _mm512_div_ps(x2, s) : _mm512_mul_ps(x2, r);
-    const __m512 q3 = Divide ? _mm512_div_ps(x3, s) : _mm512_mul_ps(x3, r);
-    constexpr auto bytes = avx2::detail::layout::bytes;
-    if (!avx512::detail::encode_fast_block<F, RM, bytes>(_mm512_castps_si512(q0), _mm512_castps_si512(q1),
-                                                         _mm512_castps_si512(q2), _mm512_castps_si512(q3), rb, dst, v)) {
-      alignas(64) float quotients[64];
-      _mm512_store_ps(quotients, q0);
-      _mm512_store_ps(quotients + 16, q1);
-      _mm512_store_ps(quotients + 32, q2);
-      _mm512_store_ps(quotients + 48, q3);
-      avx512::detail::encode_general_outlined<F, RM, bytes>(quotients, rb, dst, v);
-    }
-    return;
+// 64 quotients (float32 bit patterns) -> their codes at dst, as the conversion encoder's encode_at
+// takes them: path 1 under the modes vcvtps2dq rounds in, else path 2 where the block qualifies,
+// else path 3 from a copy (rb: the 64 random words; zeros under the modes that read none).
+template <class F, rounding RM>
+LOWBIT_AVX512_INLINE void encode_quotients(__m512i q0, __m512i q1, __m512i q2, __m512i q3, const std::uint32_t* rb,
+                                           std::uint8_t* dst, const avx512::detail::encode_vectors& v) {
+  constexpr auto bytes = avx2::detail::layout::bytes;
+  if constexpr (avx512::detail::path1_mode<RM>) {
+    avx512::detail::encode_block<F, RM, bytes>(q0, q1, q2, q3, dst, v);
+  } else {
+    if constexpr (avx2::detail::fast_path<F, RM>::available)
+      if (avx512::detail::encode_fast_block<F, RM, bytes>(q0, q1, q2, q3, rb, dst, v)) return;
+    alignas(64) float quotients[64];
+    _mm512_store_si512(quotients, q0);
+    _mm512_store_si512(quotients + 16, q1);
+    _mm512_store_si512(quotients + 32, q2);
+    _mm512_store_si512(quotients + 48, q3);
+    avx512::detail::encode_general_outlined<F, RM, bytes>(quotients, rb, dst, v);
   }
-  __m512i q0 = _mm512_castps_si512(_mm512_mul_ps(x0, r)), q1 = _mm512_castps_si512(_mm512_mul_ps(x1, r));
-  __m512i q2 = _mm512_castps_si512(_mm512_mul_ps(x2, r)), q3 = _mm512_castps_si512(_mm512_mul_ps(x3, r));
-  if (Divide && near_decision<F::mantissa_bits>(q0, q1, q2, q3)) {
-    q0 = _mm512_castps_si512(_mm512_div_ps(x0, s));
-    q1 = _mm512_castps_si512(_mm512_div_ps(x1, s));
-    q2 = _mm512_castps_si512(_mm512_div_ps(x2, s));
-    q3 = _mm512_castps_si512(_mm512_div_ps(x3, s));
-  }
-  avx512::detail::encode_block<F, RM, avx2::detail::layout::bytes>(q0, q1, q2, q3, dst, v);
 }
 
-// One run of n values at x, scaled and encoded into q. indexed: the scale of the 64 values at
+LOWBIT_AVX512_INLINE void divide4(__m512 x0, __m512 x1, __m512 x2, __m512 x3, __m512 s, __m512i* q0, __m512i* q1,
+                                  __m512i* q2, __m512i* q3) {
+  *q0 = _mm512_castps_si512(_mm512_div_ps(x0, s));
+  *q1 = _mm512_castps_si512(_mm512_div_ps(x1, s));
+  *q2 = _mm512_castps_si512(_mm512_div_ps(x2, s));
+  *q3 = _mm512_castps_si512(_mm512_div_ps(x3, s));
+}
+
+// 64 values at p, scaled and encoded into dst: x * r; with Divide, x / s where near_decision says
+// so, or in every step (always).
+template <class F, rounding RM, bool Divide, class From>
+LOWBIT_AVX512_INLINE void scaled_step(const From* p, __m512 s, __m512 r, bool always, const std::uint32_t* rb,
+                                      std::uint8_t* dst, const avx512::detail::encode_vectors& v) {
+  const __m512 x0 = load16(p), x1 = load16(p + 16), x2 = load16(p + 32), x3 = load16(p + 48);
+  __m512i q0, q1, q2, q3;
+  if (Divide && always) {
+    divide4(x0, x1, x2, x3, s, &q0, &q1, &q2, &q3);
+  } else {
+    q0 = _mm512_castps_si512(_mm512_mul_ps(x0, r));
+    q1 = _mm512_castps_si512(_mm512_mul_ps(x1, r));
+    q2 = _mm512_castps_si512(_mm512_mul_ps(x2, r));
+    q3 = _mm512_castps_si512(_mm512_mul_ps(x3, r));
+    if (Divide && near_decision<F::mantissa_bits>(q0, q1, q2, q3)) divide4(x0, x1, x2, x3, s, &q0, &q1, &q2, &q3);
+  }
+  encode_quotients<F, RM>(q0, q1, q2, q3, rb, dst, v);
+}
+
+// One run of n values at x, scaled and encoded into q (always: x / s in every step, with Divide).
+// indexed: the scale of the 64 values at
 // x + i is scales[i >> shift] (runs of whole steps in blocks of 2^shift >= 64 elements). stream:
 // the 64-byte aligned steps go out with non-temporal stores. rb: the run's random bits under
 // stochastic rounding (null: all zero).
 template <class F, rounding RM, bool Divide, class From>
 LOWBIT_AVX512_INLINE void quantize_run(const From* x, std::size_t n, const float* scales, const float* reciprocals,
-                                       bool indexed, unsigned shift, const std::uint32_t* rb, std::uint8_t* q,
+                                       bool always, bool indexed, unsigned shift, const std::uint32_t* rb, std::uint8_t* q,
                                        bool stream, const avx512::detail::encode_vectors& v) {
   using avx512::detail::random_at;
   constexpr std::size_t ahead = LOWBIT_PREFETCH_BYTES / sizeof(From);
@@ -146,10 +159,10 @@ LOWBIT_AVX512_INLINE void quantize_run(const From* x, std::size_t n, const float
     }
     if (stream && (reinterpret_cast<std::uintptr_t>(q + i) & 63u) == 0) {
       alignas(64) std::uint8_t stage[64];
-      scaled_step<F, RM, Divide>(x + i, s, r, random_at(rb, i), stage, v);
+      scaled_step<F, RM, Divide>(x + i, s, r, always, random_at(rb, i), stage, v);
       _mm512_stream_si512(reinterpret_cast<__m512i*>(q + i), _mm512_load_si512(stage));
     } else {
-      scaled_step<F, RM, Divide>(x + i, s, r, random_at(rb, i), q + i, v);
+      scaled_step<F, RM, Divide>(x + i, s, r, always, random_at(rb, i), q + i, v);
     }
   }
   if (i < n) {  // not indexed: the zero-padded tail (its padding codes are not copied back)
@@ -158,7 +171,7 @@ LOWBIT_AVX512_INLINE void quantize_run(const From* x, std::size_t n, const float
     alignas(64) std::uint8_t out[64];
     std::memcpy(static_cast<void*>(in), x + i, (n - i) * sizeof(From));
     if (RM == rounding::stochastic && rb != nullptr) std::memcpy(bits, rb + i, (n - i) * sizeof(std::uint32_t));
-    scaled_step<F, RM, Divide>(in, s, r, bits, out, v);
+    scaled_step<F, RM, Divide>(in, s, r, always, bits, out, v);
     std::memcpy(q + i, out, n - i);
   }
 }
@@ -166,13 +179,13 @@ LOWBIT_AVX512_INLINE void quantize_run(const From* x, std::size_t n, const float
 template <class F, rounding RM, bool Divide, class From>
 LOWBIT_TARGET_AVX512 void quantize_runs(const From* x, std::size_t ld, std::size_t rows, std::size_t cols,
                                         std::size_t block_cols, const float* scales, const float* reciprocals,
-                                        unsigned shift, const policy& p, const std::uint32_t* random_bits,
+                                        bool always, unsigned shift, const policy& p, const std::uint32_t* random_bits,
                                         std::uint8_t* q, bool stream) noexcept {
-  avx2::detail::encode_setup setup = avx2::detail::make_setup<F>(p);
-  if constexpr (RM == rounding::stochastic)
-    setup.t_top = avx2::detail::fast_t_top<F, RM>(setup);  // path 2 (F is FP8: fast_path)
-  else
+  avx2::detail::encode_setup setup = avx2::detail::make_setup<F>(p);  // as the encoder's encode_mode
+  if constexpr (avx512::detail::path1_mode<RM>)
     avx2::detail::make_direct_setup<F, RM>(setup);
+  else if constexpr (avx2::detail::fast_path<F, RM>::available)
+    setup.t_top = avx2::detail::fast_t_top<F, RM>(setup);
   const avx512::detail::encode_vectors v = avx512::detail::vectors_of(setup);
   // vcvtps2dq rounds as MXCSR.RC says (as in the conversion encoder).
   const ieee_scope_traceless env;
@@ -180,12 +193,12 @@ LOWBIT_TARGET_AVX512 void quantize_runs(const From* x, std::size_t ld, std::size
     const std::size_t at = row * ld;
     const std::uint32_t* rb = random_bits != nullptr ? random_bits + at : nullptr;
     if (shift != 0) {
-      quantize_run<F, RM, Divide>(x + at, cols, scales, reciprocals, true, shift, rb, q + at, stream, v);
+      quantize_run<F, RM, Divide>(x + at, cols, scales, reciprocals, always, true, shift, rb, q + at, stream, v);
       continue;
     }
     for (std::size_t c = 0, j = 0; c < cols; c += block_cols, ++j)
       quantize_run<F, RM, Divide>(x + at + c, cols - c < block_cols ? cols - c : block_cols, scales + j,
-                                  reciprocals + j, false, 0, rb != nullptr ? rb + c : nullptr, q + at + c, stream, v);
+                                  reciprocals + j, always, false, 0, rb != nullptr ? rb + c : nullptr, q + at + c, stream, v);
   }
   if (stream) _mm_sfence();
 }
@@ -437,39 +450,39 @@ LOWBIT_TARGET_AVX512 void amax_tile(const From* x, std::size_t ld, std::size_t r
     }
 }
 
-// The AVX2 kernel's contract; what this one does not cover it hands to the AVX2 kernel.
+// The AVX2 kernel's contract; a policy the encoders do not cover goes to the AVX2 kernel.
 template <class T, class From>
 void quantize_tile(const From* x, std::size_t ld, std::size_t rows, std::size_t cols, std::size_t block_cols,
                    const float* scales, scale_application a, const policy& p, const std::uint32_t* random_bits, T* q,
                    bool stream) noexcept {
   using F = typename T::format;
   if constexpr (avx512::can_encode<float, T>::value) {
-    const bool stochastic = p.rm == rounding::stochastic;
-    if ((p.rm == rounding::nearest_even || p.rm == rounding::toward_zero || stochastic) && avx512::covers<F>(p)) {
+    if (avx512::covers<F>(p)) {
       const tile_walk t = walk_of(ld, rows, cols, block_cols);
       const tile_scales ts(scales, (t.cols - 1) / t.block_cols + 1);
-      // (1/s subnormal: the product bound fails; the AVX2 kernel divides exactly. Stochastic
-      // rounding divides every step here.)
       const bool reciprocal = a == scale_application::multiply_reciprocal || (ts.powers_of_two && !ts.huge);
-      if (reciprocal || !ts.huge || stochastic) {
-        const unsigned shift = fp8_avx2::row_run_shift(t, 64);
-        std::uint8_t* out = reinterpret_cast<std::uint8_t*>(q);
-        const auto run = [&](auto rm) {
-          constexpr rounding RM = decltype(rm)::value;
-          if (reciprocal)
-            detail::quantize_runs<F, RM, false>(x, ld, t.rows, t.cols, t.block_cols, scales, ts.reciprocals, shift, p,
-                                                random_bits, out, stream);
-          else
-            detail::quantize_runs<F, RM, true>(x, ld, t.rows, t.cols, t.block_cols, scales, ts.reciprocals, shift, p,
-                                               random_bits, out, stream);
-        };
-        if (p.rm == rounding::toward_zero)
-          run(std::integral_constant<rounding, rounding::toward_zero>{});
-        else if (stochastic)
-          run(std::integral_constant<rounding, rounding::stochastic>{});
+      // x / s in every step: under stochastic rounding every discarded bit counts, and a scale
+      // above 2^126 has a subnormal reciprocal, for which near_decision's bound on x * r fails.
+      const bool always = !reciprocal && (p.rm == rounding::stochastic || ts.huge);
+      const unsigned shift = fp8_avx2::row_run_shift(t, 64);
+      std::uint8_t* out = reinterpret_cast<std::uint8_t*>(q);
+      const auto run = [&](auto rm) {
+        constexpr rounding RM = decltype(rm)::value;
+        if (reciprocal)
+          detail::quantize_runs<F, RM, false>(x, ld, t.rows, t.cols, t.block_cols, scales, ts.reciprocals, false,
+                                              shift, p, random_bits, out, stream);
         else
-          run(std::integral_constant<rounding, rounding::nearest_even>{});
-        return;
+          detail::quantize_runs<F, RM, true>(x, ld, t.rows, t.cols, t.block_cols, scales, ts.reciprocals, always,
+                                             shift, p, random_bits, out, stream);
+      };
+      switch (p.rm) {
+        case rounding::nearest_even: return run(std::integral_constant<rounding, rounding::nearest_even>{});
+        case rounding::toward_zero: return run(std::integral_constant<rounding, rounding::toward_zero>{});
+        case rounding::toward_pos_inf: return run(std::integral_constant<rounding, rounding::toward_pos_inf>{});
+        case rounding::stochastic: return run(std::integral_constant<rounding, rounding::stochastic>{});
+        case rounding::nearest_away: return run(std::integral_constant<rounding, rounding::nearest_away>{});
+        case rounding::nearest_toward_zero:
+          return run(std::integral_constant<rounding, rounding::nearest_toward_zero>{});
       }
     }
   }
