@@ -998,6 +998,7 @@ struct vbmi_byte_codes {  // a byte each
     const __mmask64 in = m >= 64 ? ~__mmask64{0} : (__mmask64{1} << m) - 1u;
     return vbmi_transposed(_mm512_maskz_loadu_epi8(in, src + i));
   }
+  void prefetch(std::size_t i) const noexcept { _mm_prefetch(reinterpret_cast<const char*>(src + i), _MM_HINT_T0); }
 };
 
 // Packed FP6 (i a multiple of 4): the 48 bytes of 64 codes, vpermb giving each qword the two
@@ -1030,14 +1031,19 @@ struct vbmi_sextet_codes {
     const __mmask64 in = m >= 64 ? __mmask64{0xFFFFFFFFFFFF} : (__mmask64{1} << packed_bytes(m, 6)) - 1u;
     return sextets_in_order(src + i / 4 * 3, in, order);
   }
+  void prefetch(std::size_t i) const noexcept {
+    _mm_prefetch(reinterpret_cast<const char*>(src + i / 4 * 3), _MM_HINT_T0);
+  }
 };
 
 template <vbmi_index Mode, bool Stream, class Codes>
 LOWBIT_TARGET_AVX512_VBMI inline void decode_vbmi_range(Codes codes, float* dst, std::size_t i, std::size_t n,
                                                         const vbmi_tables& t) {
   const vbmi_registers k = vbmi_load(t);
+  constexpr std::size_t ahead = LOWBIT_PREFETCH_BYTES;  // codes: the line of a step that far ahead
   for (; i < n; i += 64) {
     const std::size_t m = n - i;
+    if (Stream && m >= ahead + 64) codes.prefetch(i + ahead);
     __m512i o0, o1, o2, o3;
     vbmi_decode64<Mode>(codes(i, m < 64 ? m : 64), k, &o0, &o1, &o2, &o3);
     if (m >= 64) {  // (named, not an array: GCC -O2 keeps a loop's array in memory)
