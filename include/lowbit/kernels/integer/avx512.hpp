@@ -606,7 +606,8 @@ LOWBIT_TARGET_AVX512_BF16 inline std::size_t dequantize_groups_bf16(const int_de
 
 // avx2::quantize_symmetric's contract. INT4 in groups of 32 packed to nibbles stays on the AVX2
 // kernel (its hot case, two groups per 32-byte store): the AVX-512 one measured 0.83-0.98x of it
-// in cache (docs/performance.md, "AVX-512 integer schemes").
+// in cache on Zen 4 (docs/performance.md, "AVX-512 integer schemes"), though 1.15x on Zen 5
+// ("Zen 5").
 inline std::size_t quantize_symmetric(const int_symmetric_job& j, std::size_t first, std::size_t last) noexcept {
   if (j.pack_nibbles && j.group_length == 32) return avx2::quantize_symmetric(j, first, last);
   return j.pack_nibbles ? int_detail::quantize_symmetric_impl<true>(j, first, last)
