@@ -284,7 +284,25 @@ TEST(Fp8Reference, OptionsThatChangeTheScaleOrTheElements) {
 // (a value of T, a midpoint between two, the overflow threshold), for many scales: where x * (1/s)
 // and x / s can encode differently. Both applications, every rounding mode, in blocks of 1 x 64
 // (one run per row) and as one block per row of 100 (zero-padded tails).
-// The options of the two tests below, blocks of 1 x 64, and the policy of their reference.
+// The rounding modes but stochastic rounding.
+const lb::rounding deterministic_modes[] = {lb::rounding::nearest_even, lb::rounding::toward_zero,
+                                            lb::rounding::toward_pos_inf, lb::rounding::nearest_away,
+                                            lb::rounding::nearest_toward_zero};
+
+// The reference codes of x: each x[i] divided by its block's scale scale_of(i) (or times its
+// reciprocal), encoded under p.
+template <class T, class ScaleOf>
+std::vector<std::uint8_t> expected_codes(const std::vector<float>& x, ScaleOf scale_of, lb::scale_application a,
+                                         const lb::policy& p) {
+  std::vector<std::uint8_t> want(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const float sc = scale_of(i);
+    want[i] = lb::encode<T>(a == lb::scale_application::divide ? x[i] / sc : x[i] * (1.0f / sc), p).bits();
+  }
+  return want;
+}
+
+// The options of the tests below, blocks of 1 x 64, and the policy of their reference.
 struct near_decision_case {
   fp8_options o;
   lb::policy p;
@@ -322,16 +340,12 @@ void check_near_decisions(unsigned seed) {
     x[i] = v;
   }
   for (lb::scale_application a : {lb::scale_application::divide, lb::scale_application::multiply_reciprocal})
-    for (lb::rounding rm : {lb::rounding::nearest_even, lb::rounding::toward_zero, lb::rounding::toward_pos_inf,
-                            lb::rounding::nearest_away, lb::rounding::nearest_toward_zero})
+    for (lb::rounding rm : deterministic_modes)
       for (lb::overflow ov : {lb::overflow::saturate, lb::overflow::non_saturate}) {
         auto [o, p] = near_decision_options(rm, ov);
         o.application = a;
-        std::vector<std::uint8_t> want(x.size());
-        for (std::size_t i = 0; i < x.size(); ++i) {
-          const float sc = s[(i / cols) * (cols / 64) + (i % cols) / 64];
-          want[i] = lb::encode<T>(a == lb::scale_application::divide ? x[i] / sc : x[i] * (1.0f / sc), p).bits();
-        }
+        const std::vector<std::uint8_t> want =
+            expected_codes<T>(x, [&](std::size_t i) { return s[(i / cols) * (cols / 64) + (i % cols) / 64]; }, a, p);
         fp8_options per_row = o;
         per_row.block_cols = 100;  // 100-element blocks: runs that end in a padded tail
         std::vector<float> s_row(rows * 7);
@@ -391,12 +405,11 @@ void check_lone_decisions(unsigned seed) {
     for (int m = static_cast<int>(gen() % 9) - 4; m != 0; m += m < 0 ? 1 : -1) v = std::nextafter(v, m < 0 ? -inf_f : inf_f);
     x[i] = v;
   }
-  for (lb::rounding rm : {lb::rounding::nearest_even, lb::rounding::toward_zero, lb::rounding::toward_pos_inf,
-                          lb::rounding::nearest_away, lb::rounding::nearest_toward_zero})
+  for (lb::rounding rm : deterministic_modes)
     for (lb::overflow ov : {lb::overflow::saturate, lb::overflow::non_saturate}) {
       const auto [o, p] = near_decision_options(rm, ov);
-      std::vector<std::uint8_t> want(x.size());
-      for (std::size_t i = 0; i < x.size(); ++i) want[i] = lb::encode<T>(x[i] / s[i / 64], p).bits();
+      const std::vector<std::uint8_t> want =
+          expected_codes<T>(x, [&](std::size_t i) { return s[i / 64]; }, lb::scale_application::divide, p);
       for (lb::isa path : paths()) {
         const lb::scoped_isa use(path);
         std::vector<T> q(x.size());
@@ -429,8 +442,7 @@ std::vector<float> far_products(float s, const std::vector<float>& values) {
         const float q = x / s, p = x * r;
         const std::uint32_t a = lowbit_test::float_bits(q), b = lowbit_test::float_bits(p);
         if ((a > b ? a - b : b - a) < 4) continue;
-        for (lb::rounding rm : {lb::rounding::nearest_even, lb::rounding::toward_zero, lb::rounding::toward_pos_inf,
-                                lb::rounding::nearest_away, lb::rounding::nearest_toward_zero})
+        for (lb::rounding rm : deterministic_modes)
           if (lb::encode<T>(q, lb::overflow::saturate, rm).bits() != lb::encode<T>(p, lb::overflow::saturate, rm).bits()) {
             found.push_back(x);
             break;
@@ -482,16 +494,11 @@ void check_huge_scales(unsigned seed) {
     }
   }
   for (lb::scale_application a : {lb::scale_application::divide, lb::scale_application::multiply_reciprocal})
-    for (lb::rounding rm : {lb::rounding::nearest_even, lb::rounding::toward_zero, lb::rounding::toward_pos_inf,
-                            lb::rounding::nearest_away, lb::rounding::nearest_toward_zero})
+    for (lb::rounding rm : deterministic_modes)
       for (lb::overflow ov : {lb::overflow::saturate, lb::overflow::non_saturate}) {
         auto [o, p] = near_decision_options(rm, ov);
         o.application = a;
-        std::vector<std::uint8_t> want(x.size());
-        for (std::size_t i = 0; i < x.size(); ++i) {
-          const float sc = s[i / 64];
-          want[i] = lb::encode<T>(a == lb::scale_application::divide ? x[i] / sc : x[i] * (1.0f / sc), p).bits();
-        }
+        const std::vector<std::uint8_t> want = expected_codes<T>(x, [&](std::size_t i) { return s[i / 64]; }, a, p);
         for (lb::isa path : paths()) {
           const lb::scoped_isa use(path);
           std::vector<T> q(x.size());
