@@ -39,6 +39,16 @@ namespace avx2 {
 // the MX and NVFP4 dequantizers use the same size).
 inline constexpr std::size_t stream_threshold_bytes = std::size_t{16} << 20;
 
+// Requests the lines of [p, p + bytes) into L1. The AVX-512 MX quantizer reads each batch of 16
+// blocks twice (the largest magnitudes, then the elements); from DRAM the demand misses of one
+// batch left too few lines in flight (2.3-3.0 G elem/s against about 6 in cache), so each batch
+// asks for the next one first (5.4-6.0; docs/performance.md, "Zen 5"). The AVX2 MX and both
+// NVFP4 quantizers, slower in cache, measured no gain from it.
+inline void prefetch_lines(const void* p, std::size_t bytes) noexcept {
+  const char* c = static_cast<const char*>(p);
+  for (std::size_t b = 0; b < bytes; b += 64) _mm_prefetch(c + b, _MM_HINT_T0);
+}
+
 // Lane-wise signed 32-bit maximum, for reduce8.
 struct max_epi32_op {
   LOWBIT_AVX2_INLINE __m256i operator()(__m256i a, __m256i b) const { return _mm256_max_epi32(a, b); }

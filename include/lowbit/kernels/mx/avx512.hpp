@@ -490,6 +490,7 @@ LOWBIT_TARGET_AVX512 inline bool mx_quantize_rm(const Src* src, std::size_t bloc
   for (std::size_t g = 0; g < blocks; g += 16) {
     const std::size_t count = blocks - g < 16 ? blocks - g : 16;
     const Src* xg = src + g * bs;
+    if (blocks - g >= 32) ::lowbit::kernels::avx2::prefetch_lines(xg + 16 * bs, 16 * bs * sizeof(Src));  // next batch
     const __m512i amax = reduce16_max(block_abs_max<Src>{xg, bs}, count);
     const __m512i codes = e8m0_codes16<Fmt>(amax, rule);
     if (!split && count == 16) {
