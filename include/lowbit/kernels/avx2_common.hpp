@@ -44,7 +44,7 @@ inline constexpr std::size_t stream_threshold_bytes = std::size_t{16} << 20;
 // batch left too few lines in flight (2.3-3.0 G elem/s against about 6 in cache), so each batch
 // asks for the next one first (5.4-6.0; docs/performance.md, "Zen 5"). The AVX2 MX and both
 // NVFP4 quantizers, slower in cache, measured no gain from it.
-inline void prefetch_lines(const void* p, std::size_t bytes) noexcept {
+LOWBIT_AVX2_INLINE void prefetch_lines(const void* p, std::size_t bytes) noexcept {
   const char* c = static_cast<const char*>(p);
   for (std::size_t b = 0; b < bytes; b += 64) _mm_prefetch(c + b, _MM_HINT_T0);
 }

@@ -238,8 +238,10 @@ LOWBIT_TARGET_AVX2 inline std::size_t quantize_affine_impl(const int_affine_job&
   grid_consts gk{_mm256_set1_ps(1536.0f), bias0, _mm256_set1_epi32(0x1FFF), _mm256_set1_epi8(static_cast<char>(j.code_max))};
   // Software-pipelined as the symmetric path: the next batch's parameters before this one's codes.
   aff_batch next = affine_batch(j, first, last - first < 8 ? last - first : 8);
+  const bool ahead = prefetches_batches(first, last, len);
   for (std::size_t g0 = first; g0 < last; g0 += 8) {
     const std::size_t m = last - g0 < 8 ? last - g0 : 8;
+    if (ahead) prefetch_batch_after_next(j.x, g0, last, len);
     const aff_batch b = next;
     if (b.stop == 0 && g0 + 8 < last) next = affine_batch(j, g0 + 8, last - g0 - 8 < 8 ? last - g0 - 8 : 8);
     const std::size_t done = b.stop != 0 ? lowest_bit(b.stop) : m;

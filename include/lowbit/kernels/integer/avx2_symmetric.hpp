@@ -190,8 +190,10 @@ LOWBIT_TARGET_AVX2 inline std::size_t quantize_symmetric_impl(const int_symmetri
   // Software-pipelined: the next batch's absmax and scales are computed before this batch's codes,
   // so their division latency overlaps independent work.
   sym_batch next = symmetric_batch(j, first, last - first < 8 ? last - first : 8, divisor);
+  const bool ahead = prefetches_batches(first, last, len);
   for (std::size_t g0 = first; g0 < last; g0 += 8) {
     const std::size_t m = last - g0 < 8 ? last - g0 : 8;
+    if (ahead) prefetch_batch_after_next(j.x, g0, last, len);
     const sym_batch b = next;
     if (b.stop == 0 && g0 + 8 < last) next = symmetric_batch(j, g0 + 8, last - g0 - 8 < 8 ? last - g0 - 8 : 8, divisor);
     const std::size_t done = b.stop != 0 ? lowest_bit(b.stop) : m;

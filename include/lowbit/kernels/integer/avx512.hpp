@@ -224,8 +224,10 @@ LOWBIT_TARGET_AVX512 inline std::size_t quantize_symmetric_impl(const int_symmet
   const __m256 divisor = _mm256_set1_ps(j.divisor);
   const bool grid = q.fast && len % 32 == 0;  // a nearest mode
   a2::sym_batch next = a2::symmetric_batch(j, first, last - first < 8 ? last - first : 8, divisor);
+  const bool ahead = a2::prefetches_batches(first, last, len);
   for (std::size_t g0 = first; g0 < last; g0 += 8) {
     const std::size_t m = last - g0 < 8 ? last - g0 : 8;
+    if (ahead) a2::prefetch_batch_after_next(j.x, g0, last, len);
     const a2::sym_batch b = next;
     if (b.stop == 0 && g0 + 8 < last) next = a2::symmetric_batch(j, g0 + 8, last - g0 - 8 < 8 ? last - g0 - 8 : 8, divisor);
     const std::size_t done = b.stop != 0 ? a2::lowest_bit(b.stop) : m;
@@ -267,8 +269,10 @@ LOWBIT_TARGET_AVX512 inline std::size_t quantize_affine_impl(const int_affine_jo
   grid_consts gk = make_grid(0, j.code_max), gk2 = gk;
   const int_group_codec proto = a2::affine_codec(j, 1.0f, 0, 0.0f);
   a2::aff_batch next = a2::affine_batch(j, first, last - first < 8 ? last - first : 8);
+  const bool ahead = a2::prefetches_batches(first, last, len);
   for (std::size_t g0 = first; g0 < last; g0 += 8) {
     const std::size_t m = last - g0 < 8 ? last - g0 : 8;
+    if (ahead) a2::prefetch_batch_after_next(j.x, g0, last, len);
     const a2::aff_batch b = next;
     if (b.stop == 0 && g0 + 8 < last) next = a2::affine_batch(j, g0 + 8, last - g0 - 8 < 8 ? last - g0 - 8 : 8);
     const std::size_t done = b.stop != 0 ? a2::lowest_bit(b.stop) : m;
