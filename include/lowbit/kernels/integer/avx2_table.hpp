@@ -532,18 +532,19 @@ struct or_op {
   LOWBIT_AVX2_INLINE __m256i operator()(__m256i a, __m256i b) const { return _mm256_or_si256(a, b); }
 };
 
-
 // Whether a quantization of groups [first, last) of len values asks for each batch's lines ahead
 // (prefetch_batch_after_next): groups of 64 to 512 values, and an input beyond the L2 cache (in
 // cache the requests only cost: 7-15 % for INT8 g128 and INT4 g64 / g128). The next batch's
 // reductions run before this batch's codes (software pipelining), and from DRAM their demand
 // misses kept too few lines in flight: on both paths INT8 g128 and INT4 g64 / g128 ran at
-// 2.9-4.0 G elem/s against 7-12 in cache, 4.7-6.9 with the requests. Groups of 32 measured no
-// gain, and long groups (per token) none or a loss: the hardware prefetcher follows their rows,
-// and a batch of them would not fit in L1 (docs/performance.md, "Zen 5").
+// 2.8-4.0 G elem/s against 7-12 in cache, 4.4-6.9 with the requests. Groups of 32 moved +10 %
+// (INT8) and -7 % (INT4 affine) with them, and long groups (per token) lost 17 %: the hardware
+// prefetcher follows their rows, and a batch of them would not fit in L1 (docs/performance.md,
+// "Zen 5").
 inline bool prefetches_batches(std::size_t first, std::size_t last, std::size_t len) noexcept {
   return len >= 64 && len <= 512 && (last - first) * len * sizeof(float) >= (std::size_t{1} << 20);
 }
+
 // Before batch g0 (8 groups), the lines of the batch after next.
 LOWBIT_AVX2_INLINE void prefetch_batch_after_next(const float* x, std::size_t g0, std::size_t last, std::size_t len) {
   if (last - g0 >= 24) prefetch_lines(x + (g0 + 16) * len, 8 * len * sizeof(float));
