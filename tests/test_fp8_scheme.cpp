@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <vector>
@@ -280,10 +281,6 @@ TEST(Fp8Reference, OptionsThatChangeTheScaleOrTheElements) {
   }
 }
 
-// Values whose quotient x / s lies on, or a few float steps from, a point where the code changes
-// (a value of T, a midpoint between two, the overflow threshold), for many scales: where x * (1/s)
-// and x / s can encode differently. Both applications, every rounding mode, in blocks of 1 x 64
-// (one run per row) and as one block per row of 100 (zero-padded tails).
 // The rounding modes but stochastic rounding.
 const lb::rounding deterministic_modes[] = {lb::rounding::nearest_even, lb::rounding::toward_zero,
                                             lb::rounding::toward_pos_inf, lb::rounding::nearest_away,
@@ -302,6 +299,27 @@ std::vector<std::uint8_t> expected_codes(const std::vector<float>& x, ScaleOf sc
   return want;
 }
 
+// T's positive finite values, ascending, and the index of the first normal one.
+template <class T>
+std::vector<float> positive_values() {
+  std::vector<float> values;
+  for (unsigned c = 1; c < 128; ++c) {
+    const float v = lb::decode(T::from_bits(static_cast<std::uint8_t>(c)));
+    if (std::isfinite(v) && v > 0) values.push_back(v);
+  }
+  std::sort(values.begin(), values.end());
+  return values;
+}
+template <class T>
+std::size_t first_normal_index(const std::vector<float>& values) {
+  const float least = static_cast<float>(std::numeric_limits<T>::min());
+  return static_cast<std::size_t>(std::lower_bound(values.begin(), values.end(), least) - values.begin());
+}
+
+// Values whose quotient x / s lies on, or a few float steps from, a point where the code changes
+// (a value of T, a midpoint between two, the overflow threshold), for many scales: where x * (1/s)
+// and x / s can encode differently. Both applications, every rounding mode, in blocks of 1 x 64
+// (one run per row) and as one block per row of 100 (zero-padded tails).
 // The options of the tests below, blocks of 1 x 64, and the policy of their reference.
 struct near_decision_case {
   fp8_options o;
@@ -379,16 +397,10 @@ void check_lone_decisions(unsigned seed) {
   const std::size_t rows = 32, cols = 64 * 32;
   std::vector<float> s(rows * (cols / 64));
   for (float& v : s) v = unit(gen) * std::ldexp(1.0f, static_cast<int>(gen() % 24) - 12);
-  std::vector<float> values;  // T's positive finite values, ascending
-  for (unsigned c = 1; c < 128; ++c) {
-    const float v = lb::decode(T::from_bits(static_cast<std::uint8_t>(c)));
-    if (std::isfinite(v) && v > 0) values.push_back(v);
-  }
-  std::sort(values.begin(), values.end());
+  const std::vector<float> values = positive_values<T>();
   const float largest = values.back();
   // The quarter points lie in T's normal range: below it every step would be divided anyway.
-  const std::size_t first_normal = static_cast<std::size_t>(
-      std::lower_bound(values.begin(), values.end(), static_cast<float>(std::numeric_limits<T>::min())) - values.begin());
+  const std::size_t first_normal = first_normal_index<T>(values);
   std::vector<float> x(rows * cols);
   for (std::size_t i = 0; i < x.size(); ++i) {
     const float sc = s[i / 64];
@@ -420,20 +432,14 @@ void check_lone_decisions(unsigned seed) {
     }
 }
 
-// Scales above 2^126, whose reciprocals are subnormal: near 2^128 such a reciprocal keeps 22
-// bits, and x * (1/s) can land 4 float steps from x / s and encode differently, beyond the SIMD
-// kernels' near-decision test (up to 3 steps above a decision), so they divide every step. The
-// test, in the layout of the lone-lane test below: per block of 64 one lane whose product and
-// quotient are that far apart and encode differently under some mode (found by search among
-// codes of T and midpoints times s, moved up to 3 float steps), the other 63 at quarter points
-// between two codes of T (far from every decision), so that no other lane makes the step divide;
-// every fourth block has an ordinary scale. Every mode but stochastic rounding, both overflow
-// policies, both applications.
+// Lanes x whose product x * (1/s) lies 4 or more float steps from the quotient x / s and encodes
+// differently under some mode: codes of T and midpoints between them, times s, moved up to 3
+// float steps.
 template <class T>
 std::vector<float> far_products(float s, const std::vector<float>& values) {
   std::vector<float> found;
   const float r = 1.0f / s;
-  for (std::size_t k = 1; k + 1 < values.size(); ++k)
+  for (std::size_t k = 0; k + 1 < values.size(); ++k)
     for (const float t : {values[k], (values[k] + values[k + 1]) / 2}) {
       if (static_cast<double>(t) * s > 0x1p127) continue;
       float x = t * s;
@@ -442,27 +448,28 @@ std::vector<float> far_products(float s, const std::vector<float>& values) {
         const float q = x / s, p = x * r;
         const std::uint32_t a = lowbit_test::float_bits(q), b = lowbit_test::float_bits(p);
         if ((a > b ? a - b : b - a) < 4) continue;
-        for (lb::rounding rm : deterministic_modes)
-          if (lb::encode<T>(q, lb::overflow::saturate, rm).bits() != lb::encode<T>(p, lb::overflow::saturate, rm).bits()) {
-            found.push_back(x);
-            break;
-          }
+        const auto differs = [&](lb::rounding rm) {
+          const lb::overflow sat = lb::overflow::saturate;
+          return lb::encode<T>(q, sat, rm).bits() != lb::encode<T>(p, sat, rm).bits();
+        };
+        if (std::any_of(std::begin(deterministic_modes), std::end(deterministic_modes), differs)) found.push_back(x);
       }
     }
   return found;
 }
 
+// Scales above 2^126, whose reciprocals are subnormal: near 2^128 such a reciprocal keeps 22
+// bits, and x * (1/s) can land 4 float steps from x / s and encode differently, beyond the SIMD
+// kernels' near-decision test (up to 3 steps above a decision), so they divide every step. In
+// the layout of the lone-lane test above: per block of 64 one lane from far_products, the other
+// 63 at quarter points between two codes of T (far from every decision), so that no other lane
+// makes the step divide; every fourth block has an ordinary scale. Every mode but stochastic
+// rounding, both overflow policies, both applications.
 template <class T>
 void check_huge_scales(unsigned seed) {
   std::mt19937 gen(seed);
-  std::vector<float> values;  // T's values from 0 up
-  for (unsigned c = 0; c < 128; ++c) {
-    const float v = lb::decode(T::from_bits(static_cast<std::uint8_t>(c)));
-    if (std::isfinite(v)) values.push_back(v);
-  }
-  std::sort(values.begin(), values.end());
-  const std::size_t first_normal = static_cast<std::size_t>(
-      std::lower_bound(values.begin(), values.end(), static_cast<float>(std::numeric_limits<T>::min())) - values.begin());
+  const std::vector<float> values = positive_values<T>();
+  const std::size_t first_normal = first_normal_index<T>(values);
   std::vector<float> huge;  // scales just below 2^128 that have such lanes, and the lanes
   std::vector<std::vector<float>> lanes;
   for (std::uint32_t j = 0; huge.size() < 8 && j < 512; ++j) {
@@ -484,7 +491,7 @@ void check_huge_scales(unsigned seed) {
       const float sign = gen() % 2 ? 1.0f : -1.0f;
       float v;
       if (l == j * 37 % 64) {
-        v = ordinary ? values[1 + gen() % (values.size() - 1)] * s[j] : lanes[j % 8][gen() % lanes[j % 8].size()];
+        v = ordinary ? values[gen() % values.size()] * s[j] : lanes[j % 8][gen() % lanes[j % 8].size()];
       } else {
         std::size_t k;  // (in T's normal range: quarter points below it would make the step divide)
         do k = first_normal + gen() % (values.size() - 1 - first_normal); while (values[k + 1] >= bound);

@@ -39,11 +39,11 @@ namespace avx2 {
 // the MX and NVFP4 dequantizers use the same size).
 inline constexpr std::size_t stream_threshold_bytes = std::size_t{16} << 20;
 
-// Requests the lines of [p, p + bytes) into L1. The AVX-512 MX quantizer reads each batch of 16
-// blocks twice (the largest magnitudes, then the elements); from DRAM the demand misses of one
-// batch left too few lines in flight (2.3-3.0 G elem/s against about 6 in cache), so each batch
-// asks for the next one first (5.4-6.0; docs/performance.md, "Zen 5"). The AVX2 MX and both
-// NVFP4 quantizers, slower in cache, measured no gain from it.
+// Requests the lines of [p, p + bytes) into L1: the quantizers that read each batch twice (its
+// largest magnitudes, then its elements) ask for a later batch first, where from DRAM their
+// demand misses alone left too few lines in flight (the AVX-512 MX quantizer, the integer ones
+// in groups of 64-512: docs/performance.md, "Zen 5"). Forced inline: GCC 12 dropped the call, and
+// with it the prefetches, when it was reached through an always-inline AVX-512 helper.
 LOWBIT_AVX2_INLINE void prefetch_lines(const void* p, std::size_t bytes) noexcept {
   const char* c = static_cast<const char*>(p);
   for (std::size_t b = 0; b < bytes; b += 64) _mm_prefetch(c + b, _MM_HINT_T0);

@@ -104,6 +104,7 @@ LOWBIT_AVX512_INLINE void encode_quotients(__m512i q0, __m512i q1, __m512i q2, _
   }
 }
 
+// The quotients x / s of the 64 values x0..x3.
 LOWBIT_AVX512_INLINE void divide4(__m512 x0, __m512 x1, __m512 x2, __m512 x3, __m512 s, __m512i* q0, __m512i* q1,
                                   __m512i* q2, __m512i* q3) {
   *q0 = _mm512_castps_si512(_mm512_div_ps(x0, s));
@@ -132,14 +133,13 @@ LOWBIT_AVX512_INLINE void scaled_step(const From* p, __m512 s, __m512 r, bool al
 }
 
 // One run of n values at x, scaled and encoded into q (always: x / s in every step, with Divide).
-// indexed: the scale of the 64 values at
-// x + i is scales[i >> shift] (runs of whole steps in blocks of 2^shift >= 64 elements). stream:
-// the 64-byte aligned steps go out with non-temporal stores. rb: the run's random bits under
-// stochastic rounding (null: all zero).
+// indexed: the scale of the 64 values at x + i is scales[i >> shift] (runs of whole steps in
+// blocks of 2^shift >= 64 elements). stream: the 64-byte aligned steps go out with non-temporal
+// stores. rb: the run's random bits under stochastic rounding (null: all zero).
 template <class F, rounding RM, bool Divide, class From>
 LOWBIT_AVX512_INLINE void quantize_run(const From* x, std::size_t n, const float* scales, const float* reciprocals,
-                                       bool always, bool indexed, unsigned shift, const std::uint32_t* rb, std::uint8_t* q,
-                                       bool stream, const avx512::detail::encode_vectors& v) {
+                                       bool always, bool indexed, unsigned shift, const std::uint32_t* rb,
+                                       std::uint8_t* q, bool stream, const avx512::detail::encode_vectors& v) {
   using avx512::detail::random_at;
   constexpr std::size_t ahead = LOWBIT_PREFETCH_BYTES / sizeof(From);
   __m512 s = _mm512_set1_ps(scales[0]), r = _mm512_set1_ps(reciprocals[0]);
@@ -198,7 +198,8 @@ LOWBIT_TARGET_AVX512 void quantize_runs(const From* x, std::size_t ld, std::size
     }
     for (std::size_t c = 0, j = 0; c < cols; c += block_cols, ++j)
       quantize_run<F, RM, Divide>(x + at + c, cols - c < block_cols ? cols - c : block_cols, scales + j,
-                                  reciprocals + j, always, false, 0, rb != nullptr ? rb + c : nullptr, q + at + c, stream, v);
+                                  reciprocals + j, always, false, 0, rb != nullptr ? rb + c : nullptr, q + at + c,
+                                  stream, v);
   }
   if (stream) _mm_sfence();
 }

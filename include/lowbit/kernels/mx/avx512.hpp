@@ -484,13 +484,17 @@ LOWBIT_TARGET_AVX512 inline bool mx_quantize_rm(const Src* src, std::size_t bloc
   const std::size_t block_bytes = bs * Fmt::element_bits / 8;
   const e2m1_consts16 c = make_e2m1_consts16<RM>();
   bool non_finite = false;
+  // From DRAM each batch asks for the next one's lines first (2.3-3.0 G elem/s without, 5.4-6.0
+  // with, blocks of 32; docs/performance.md, "Zen 5"), for batches of up to 4 KB (larger ones
+  // were not measured, and would crowd L1).
+  const bool ahead = 16 * bs * sizeof(Src) <= 4096;
   alignas(64) std::int32_t s_lane[16];
   alignas(64) std::int32_t s23_lane[16];  // s << 23 (mx_encode_run_direct; s_lane's top bits, kept
                                           // apart so that a vector takes it by a broadcast load)
   for (std::size_t g = 0; g < blocks; g += 16) {
     const std::size_t count = blocks - g < 16 ? blocks - g : 16;
     const Src* xg = src + g * bs;
-    if (blocks - g >= 32) ::lowbit::kernels::avx2::prefetch_lines(xg + 16 * bs, 16 * bs * sizeof(Src));  // next batch
+    if (ahead && blocks - g >= 32) ::lowbit::kernels::avx2::prefetch_lines(xg + 16 * bs, 16 * bs * sizeof(Src));
     const __m512i amax = reduce16_max(block_abs_max<Src>{xg, bs}, count);
     const __m512i codes = e8m0_codes16<Fmt>(amax, rule);
     if (!split && count == 16) {
