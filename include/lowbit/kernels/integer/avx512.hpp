@@ -60,11 +60,101 @@ namespace a2 = avx2::int_detail;
 // Lanes 0..n-1 (n <= 16).
 LOWBIT_AVX512_INLINE __mmask16 tail16(std::size_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
 
-// The reductions of a batch (the largest |x|, or the min, max and NaN/Inf of each group) are the
-// AVX2 code's, a2::symmetric_batch and a2::affine_batch. With a 512-bit twin of them (16 floats
-// per load, masked tails, each group folded to 8 lanes, the batch after next prefetched) the
-// INT8 g128 and INT4 g64 quantizers ran at 0.88-0.95x of the AVX2 kernel on Zen 4; with the AVX2
-// reduction, 1.10-1.37x (docs/performance.md, "Zen 4, a fifth session").
+// ------------------------------------------------------------------------------------------------
+// The reductions of a batch. Symmetric: each group's largest |x| is the AVX2 code's
+// (a2::symmetric_batch): with 16 floats per load it measured 0.95-1.04x of it on Zen 5 and
+// 0.88-0.95x on Zen 4 (docs/performance.md, "Zen 5"). Affine: each group's min, max and NaN/Inf
+// with 16 floats per load, folded to one lane per group by reduce8x16, then the AVX2 code's
+// parameters (a2::affine_params): INT8 affine per token 9.1 -> 12.6 G elem/s on Zen 5 (there the
+// AVX2 reduction's three accumulators per 8 values cost most). Groups whose length is not a
+// multiple of 32 take the AVX2 reduction whole (a2::affine_batch).
+
+// Lane-wise operations of reduce8x16, on 16 lanes and (the last step) on 8.
+struct min_ps_z {
+  LOWBIT_AVX512_INLINE __m512i operator()(__m512i a, __m512i b) const {
+    return _mm512_castps_si512(_mm512_min_ps(_mm512_castsi512_ps(a), _mm512_castsi512_ps(b)));
+  }
+  LOWBIT_AVX512_INLINE __m256i operator()(__m256i a, __m256i b) const {
+    return _mm256_castps_si256(_mm256_min_ps(_mm256_castsi256_ps(a), _mm256_castsi256_ps(b)));
+  }
+};
+struct max_ps_z {
+  LOWBIT_AVX512_INLINE __m512i operator()(__m512i a, __m512i b) const {
+    return _mm512_castps_si512(_mm512_max_ps(_mm512_castsi512_ps(a), _mm512_castsi512_ps(b)));
+  }
+  LOWBIT_AVX512_INLINE __m256i operator()(__m256i a, __m256i b) const {
+    return _mm256_castps_si256(_mm256_max_ps(_mm256_castsi256_ps(a), _mm256_castsi256_ps(b)));
+  }
+};
+struct or_z {
+  LOWBIT_AVX512_INLINE __m512i operator()(__m512i a, __m512i b) const { return _mm512_or_si512(a, b); }
+  LOWBIT_AVX512_INLINE __m256i operator()(__m256i a, __m256i b) const { return _mm256_or_si256(a, b); }
+};
+
+// Lane k of the result = op folded over the 16 lanes of v[k] (avx2 reduce8 on zmm: after the
+// 32- and 64-bit interleaves each 128-bit lane holds groups 0..3 or 4..7, which two 128-bit
+// shuffles and a 256-bit fold bring together).
+template <class Op>
+LOWBIT_AVX512_INLINE __m256i reduce8x16(const __m512i v[8], Op op) {
+  const __m512i a = op(_mm512_unpacklo_epi32(v[0], v[1]), _mm512_unpackhi_epi32(v[0], v[1]));
+  const __m512i b = op(_mm512_unpacklo_epi32(v[2], v[3]), _mm512_unpackhi_epi32(v[2], v[3]));
+  const __m512i c = op(_mm512_unpacklo_epi32(v[4], v[5]), _mm512_unpackhi_epi32(v[4], v[5]));
+  const __m512i d = op(_mm512_unpacklo_epi32(v[6], v[7]), _mm512_unpackhi_epi32(v[6], v[7]));
+  const __m512i ab = op(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));  // groups 0..3 per lane
+  const __m512i cd = op(_mm512_unpacklo_epi64(c, d), _mm512_unpackhi_epi64(c, d));  // groups 4..7
+  // 128-bit lanes ab0|ab2|cd0|cd2 with ab1|ab3|cd1|cd3, then lanes 0, 2 with 1, 3.
+  const __m512i e = op(_mm512_shuffle_i32x4(ab, cd, 0x88), _mm512_shuffle_i32x4(ab, cd, 0xDD));
+  const __m512i f = _mm512_shuffle_i32x4(e, e, 0xD8);
+  return op(_mm512_castsi512_si256(f), _mm512_extracti64x4_epi64(f, 1));
+}
+
+// Lane-wise min, max and x * 0 summed (+-0, or NaN where the group holds NaN or Inf: a2's
+// lane_range) of a group of len values, len a multiple of 32.
+LOWBIT_AVX512_INLINE void lane_range(const float* x, std::size_t len, __m512i& mn, __m512i& mx, __m512i& nf) {
+  const __m512 zero = _mm512_setzero_ps();
+  const __m512 a = _mm512_loadu_ps(x), b = _mm512_loadu_ps(x + 16);
+  __m512 mn0 = a, mx0 = a, nf0 = _mm512_mul_ps(a, zero);
+  __m512 mn1 = b, mx1 = b, nf1 = _mm512_mul_ps(b, zero);
+  for (std::size_t i = 32; i < len; i += 32) {
+    const __m512 c = _mm512_loadu_ps(x + i), d = _mm512_loadu_ps(x + i + 16);
+    mn0 = _mm512_min_ps(mn0, c);
+    mx0 = _mm512_max_ps(mx0, c);
+    nf0 = _mm512_fmadd_ps(c, zero, nf0);
+    mn1 = _mm512_min_ps(mn1, d);
+    mx1 = _mm512_max_ps(mx1, d);
+    nf1 = _mm512_fmadd_ps(d, zero, nf1);
+  }
+  mn = _mm512_castps_si512(_mm512_min_ps(mn0, mn1));
+  mx = _mm512_castps_si512(_mm512_max_ps(mx0, mx1));
+  nf = _mm512_castps_si512(_mm512_add_ps(nf0, nf1));
+}
+
+LOWBIT_AVX512_INLINE a2::aff_batch affine_batch(const int_affine_job& j, std::size_t g0, std::size_t m) {
+  const std::size_t len = j.group_length;
+  if (len % 32 != 0) return a2::affine_batch(j, g0, m);
+  const float* x = j.x + g0 * len;
+  __m512i mn[8], mx[8], nf[8];
+  if (m == 8) {  // written out: in a loop over k the arrays stayed in memory, and 64-byte stores
+                 // forward slowly to the reduction's loads (seen on the symmetric twin: 0.9x)
+    lane_range(x, len, mn[0], mx[0], nf[0]);
+    lane_range(x + len, len, mn[1], mx[1], nf[1]);
+    lane_range(x + 2 * len, len, mn[2], mx[2], nf[2]);
+    lane_range(x + 3 * len, len, mn[3], mx[3], nf[3]);
+    lane_range(x + 4 * len, len, mn[4], mx[4], nf[4]);
+    lane_range(x + 5 * len, len, mn[5], mx[5], nf[5]);
+    lane_range(x + 6 * len, len, mn[6], mx[6], nf[6]);
+    lane_range(x + 7 * len, len, mn[7], mx[7], nf[7]);
+    return a2::affine_params(j, reduce8x16(mn, min_ps_z{}), reduce8x16(mx, max_ps_z{}), reduce8x16(nf, or_z{}), m);
+  }
+  for (std::size_t k = 0; k < 8; ++k) {
+    if (k < m) {
+      lane_range(x + k * len, len, mn[k], mx[k], nf[k]);
+    } else {
+      mn[k] = mx[k] = nf[k] = _mm512_setzero_si512();
+    }
+  }
+  return a2::affine_params(j, reduce8x16(mn, min_ps_z{}), reduce8x16(mx, max_ps_z{}), reduce8x16(nf, or_z{}), m);
+}
 
 // ------------------------------------------------------------------------------------------------
 // The grid rounding (avx2_table.hpp's grid_round and group_grid, 16 lanes)
@@ -158,11 +248,11 @@ LOWBIT_AVX512_INLINE __m512i fix_near(__m512i u, const float* x, const grid_cons
   return u;
 }
 
-// 64 consecutive values, the first 32 under (ra, ma, ka, fa), the last 32 under (rb, mb, kb, fb)
-// (one group, or two groups of 32): their codes by the grid, the near lanes by the reference.
-template <bool Nibbles, bool Offset>
-LOWBIT_AVX512_INLINE void grid64(const float* x, __m512 ra, __m512 rb, __m512 ma, __m512 mb, const grid_consts& ka,
-                                 const grid_consts& kb, const group_fix& fa, const group_fix& fb, std::uint8_t* out) {
+// The grid words of 64 consecutive values, the first 32 under (ra, ma, ka), the last 32 under
+// (rb, mb, kb) (one group, or two groups of 32).
+template <bool Offset>
+LOWBIT_AVX512_INLINE void grid_words64(const float* x, __m512 ra, __m512 rb, __m512 ma, __m512 mb,
+                                       const grid_consts& ka, const grid_consts& kb, __m512i u[4]) {
   __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
   __m512 v2 = _mm512_loadu_ps(x + 32), v3 = _mm512_loadu_ps(x + 48);
   if (Offset) {
@@ -171,18 +261,31 @@ LOWBIT_AVX512_INLINE void grid64(const float* x, __m512 ra, __m512 rb, __m512 ma
     v2 = _mm512_sub_ps(v2, mb);
     v3 = _mm512_sub_ps(v3, mb);
   }
-  __m512i u0 = grid_word(v0, ra, ka), u1 = grid_word(v1, ra, ka);
-  __m512i u2 = grid_word(v2, rb, kb), u3 = grid_word(v3, rb, kb);
-  const __m512i low = ka.low;
-  const __m512i near = _mm512_min_epi32(_mm512_min_epi32(_mm512_and_si512(u0, low), _mm512_and_si512(u1, low)),
-                                        _mm512_min_epi32(_mm512_and_si512(u2, low), _mm512_and_si512(u3, low)));
+  u[0] = grid_word(v0, ra, ka);
+  u[1] = grid_word(v1, ra, ka);
+  u[2] = grid_word(v2, rb, kb);
+  u[3] = grid_word(v3, rb, kb);
+}
+
+// The smaller low bits (near_lanes' distance) of two grid words, lane-wise.
+LOWBIT_AVX512_INLINE __m512i nearness(__m512i a, __m512i b, const grid_consts& k) {
+  return _mm512_min_epi32(_mm512_and_si512(a, k.low), _mm512_and_si512(b, k.low));
+}
+
+// 64 values as grid_words64 takes them: their codes by the grid, the near lanes by the reference.
+template <bool Nibbles, bool Offset>
+LOWBIT_AVX512_INLINE void grid64(const float* x, __m512 ra, __m512 rb, __m512 ma, __m512 mb, const grid_consts& ka,
+                                 const grid_consts& kb, const group_fix& fa, const group_fix& fb, std::uint8_t* out) {
+  __m512i u[4];
+  grid_words64<Offset>(x, ra, rb, ma, mb, ka, kb, u);
+  const __m512i near = _mm512_min_epi32(nearness(u[0], u[1], ka), nearness(u[2], u[3], ka));
   if (__builtin_expect(_mm512_cmplt_epi32_mask(near, _mm512_set1_epi32(3)) != 0, 0)) {
-    u0 = fix_near(u0, x, ka, fa);
-    u1 = fix_near(u1, x + 16, ka, fa);
-    u2 = fix_near(u2, x + 32, kb, fb);
-    u3 = fix_near(u3, x + 48, kb, fb);
+    u[0] = fix_near(u[0], x, ka, fa);
+    u[1] = fix_near(u[1], x + 16, ka, fa);
+    u[2] = fix_near(u[2], x + 32, kb, fb);
+    u[3] = fix_near(u[3], x + 48, kb, fb);
   }
-  store64<Nibbles>(out, narrow64(u0, u1, u2, u3, ka));
+  store64<Nibbles>(out, narrow64(u[0], u[1], u[2], u[3], ka));
 }
 
 // avx2 group_grid on 16 lanes: the codes of one group of 32k values (64 at a time).
@@ -205,8 +308,89 @@ LOWBIT_AVX512_INLINE void group_grid(const float* x, std::size_t len, __m512 r, 
 }
 
 // ------------------------------------------------------------------------------------------------
+// The hot case: a batch of 8 groups of 32k values, each of which the grid takes. Straight-line
+// code without calls (a call clobbers every zmm, and the group loop above reloads its constants
+// and spills around the rare paths): the codes are stored as the grid gives them, without
+// looking at the near lanes, and the groups in which some lane came near a half-integer are
+// returned, for the caller to redo by group_grid (which overwrites their codes).
+
+// The grid parameters of the 8 groups of a batch, one per lane: reciprocal, offset (0 without
+// one) and grid bias (bits(1536) - 0x1001 - zero_point * 2^13).
+struct batch_grid {
+  alignas(32) float r[8];
+  alignas(32) float m[8];
+  alignas(32) std::int32_t bias[8];
+};
+
+LOWBIT_AVX512_INLINE __m256i grid_bias8(__m256i zero_points) {
+  return _mm256_sub_epi32(_mm256_set1_epi32(0x44C00000 - 0x1001), _mm256_slli_epi32(zero_points, 13));
+}
+
+template <bool Nibbles, bool Offset>
+LOWBIT_AVX512_INLINE unsigned grid_batch(const float* x, std::size_t len, const batch_grid& p, grid_consts ka,
+                                         std::uint8_t* out) {
+  constexpr std::size_t shift = Nibbles ? 1 : 0;  // output bytes = values >> shift
+  const __m512i none = _mm512_set1_epi32(0x7FFFFFFF);
+  const __m512i three = _mm512_set1_epi32(3);
+  const __m512 zero = _mm512_setzero_ps();
+  grid_consts kb = ka;
+  unsigned redo = 0;
+  if (len == 32) {  // two groups per 64 values
+    for (unsigned g = 0; g < 8; g += 2) {
+      ka.bias = _mm512_set1_epi32(p.bias[g]);
+      kb.bias = _mm512_set1_epi32(p.bias[g + 1]);
+      __m512i u[4];
+      grid_words64<Offset>(x + 32 * g, _mm512_set1_ps(p.r[g]), _mm512_set1_ps(p.r[g + 1]),
+                           Offset ? _mm512_set1_ps(p.m[g]) : zero, Offset ? _mm512_set1_ps(p.m[g + 1]) : zero, ka, kb, u);
+      const unsigned na = _mm512_cmplt_epi32_mask(nearness(u[0], u[1], ka), three) != 0;
+      const unsigned nb = _mm512_cmplt_epi32_mask(nearness(u[2], u[3], ka), three) != 0;
+      redo |= (na | nb << 1) << g;
+      store64<Nibbles>(out + (32 * g >> shift), narrow64(u[0], u[1], u[2], u[3], ka));
+    }
+    return redo;
+  }
+  for (unsigned g = 0; g < 8; ++g) {
+    const float* xg = x + g * len;
+    std::uint8_t* og = out + (g * len >> shift);
+    const __m512 r = _mm512_set1_ps(p.r[g]);
+    const __m512 m = Offset ? _mm512_set1_ps(p.m[g]) : zero;
+    ka.bias = _mm512_set1_epi32(p.bias[g]);
+    __m512i near = none;
+    std::size_t i = 0;
+    for (; i + 64 <= len; i += 64) {
+      __m512i u[4];
+      grid_words64<Offset>(xg + i, r, r, m, m, ka, ka, u);
+      near = _mm512_min_epi32(near, _mm512_min_epi32(nearness(u[0], u[1], ka), nearness(u[2], u[3], ka)));
+      store64<Nibbles>(og + (i >> shift), narrow64(u[0], u[1], u[2], u[3], ka));
+    }
+    if (i < len) {  // 32 left
+      __m512i u[4];
+      grid_words64<Offset>(xg + i - 32, r, r, m, m, ka, ka, u);  // the last 64 values: u[2], u[3] are the 32
+      near = _mm512_min_epi32(near, nearness(u[2], u[3], ka));
+      store32<Nibbles>(og + (i >> shift), narrow64(u[2], u[3], u[2], u[3], ka));
+    }
+    redo |= static_cast<unsigned>(_mm512_cmplt_epi32_mask(near, three) != 0) << g;
+  }
+  return redo;
+}
+
+// Group g of a batch that grid_batch returned, again by group_grid (out of line: rare).
+template <bool Nibbles, bool Offset>
+LOWBIT_TARGET_AVX512 LOWBIT_NOINLINE void regrid(const float* x, std::size_t len, const batch_grid& p, unsigned g,
+                                                 grid_consts k, const group_fix& f, std::uint8_t* out) noexcept {
+  k.bias = _mm512_set1_epi32(p.bias[g]);
+  group_grid<Nibbles, Offset>(x, len, _mm512_set1_ps(p.r[g]), _mm512_set1_ps(p.m[g]), k, f, out);
+}
+
+// ------------------------------------------------------------------------------------------------
 // Quantization: avx2's quantize_symmetric_impl and quantize_affine_impl with the element passes
 // above (the AVX2 hot-case unrolls are not needed: one group is a loop of 32-value chunks).
+
+// Where group g's codes go.
+template <bool Nibbles>
+LOWBIT_AVX512_INLINE std::uint8_t* codes_at(const int_quantize_io& j, std::size_t g) {
+  return Nibbles ? j.codes + g * j.group_length / 2 : j.codes + g * j.group_length;
+}
 
 template <bool Nibbles>
 LOWBIT_TARGET_AVX512 inline std::size_t quantize_symmetric_impl(const int_symmetric_job& j, std::size_t first,
@@ -223,6 +407,9 @@ LOWBIT_TARGET_AVX512 inline std::size_t quantize_symmetric_impl(const int_symmet
   const grid_consts gk = make_grid(j.zero_point, j.code_max);
   const __m256 divisor = _mm256_set1_ps(j.divisor);
   const bool grid = q.fast && len % 32 == 0;  // a nearest mode
+  batch_grid bg;
+  _mm256_store_ps(bg.m, _mm256_setzero_ps());
+  _mm256_store_si256(reinterpret_cast<__m256i*>(bg.bias), grid_bias8(_mm256_set1_epi32(j.zero_point)));
   a2::sym_batch next = a2::symmetric_batch(j, first, last - first < 8 ? last - first : 8, divisor);
   const bool ahead = a2::prefetches_batches(first, last, len);
   for (std::size_t g0 = first; g0 < last; g0 += 8) {
@@ -232,25 +419,21 @@ LOWBIT_TARGET_AVX512 inline std::size_t quantize_symmetric_impl(const int_symmet
     if (b.stop == 0 && g0 + 8 < last) next = a2::symmetric_batch(j, g0 + 8, last - g0 - 8 < 8 ? last - g0 - 8 : 8, divisor);
     const std::size_t done = b.stop != 0 ? a2::lowest_bit(b.stop) : m;
     alignas(32) float sv[8];
-    alignas(32) float rv[8];
+    float* const rv = bg.r;
     _mm256_store_ps(sv, b.s);
     _mm256_store_ps(rv, b.r);
     _mm256_mask_storeu_ps(j.scales + g0, static_cast<__mmask8>((1u << done) - 1u), b.s);
     const std::uint32_t tight = grid ? b.tight : 0u;
-    for (std::size_t k = 0; k < done; ++k) {
+    // The groups left to do one by one: all of them, or those grid_batch returned.
+    unsigned left = (1u << done) - 1u;
+    if (done == 8 && tight == 0xFFu) left = grid_batch<Nibbles, false>(j.x + g0 * len, len, bg, gk, codes_at<Nibbles>(j, g0));
+    for (; left != 0; left &= left - 1u) {
+      const unsigned k = a2::lowest_bit(left);
       const std::size_t g = g0 + k;
-      std::uint8_t* out = Nibbles ? j.codes + g * len / 2 : j.codes + g * len;
-      if (len == 32 && ((tight >> k) & 3u) == 3u && k + 1 < done) {  // two groups of 32 at once
-        const group_fix fa{&c, sv[k], j.zero_point, 0.0f}, fb{&c, sv[k + 1], j.zero_point, 0.0f};
-        const __m512 ra = _mm512_set1_ps(rv[k]), rb = _mm512_set1_ps(rv[k + 1]);
-        grid64<Nibbles, false>(j.x + g * len, ra, rb, ra, rb, gk, gk, fa, fb, out);
-        ++k;
-      } else if (((tight >> k) & 1u) != 0) {
-        const group_fix f{&c, sv[k], j.zero_point, 0.0f};
-        const __m512 r = _mm512_set1_ps(rv[k]);
-        group_grid<Nibbles, false>(j.x + g * len, len, r, r, gk, f, out);
+      if (((tight >> k) & 1u) != 0) {
+        regrid<Nibbles, false>(j.x + g * len, len, bg, k, gk, group_fix{&c, sv[k], j.zero_point, 0.0f}, codes_at<Nibbles>(j, g));
       } else {
-        a2::symmetric_group<Nibbles>(j, g, sv[k], rv[k], out);
+        a2::symmetric_group<Nibbles>(j, g, sv[k], rv[k], codes_at<Nibbles>(j, g));
       }
     }
     if (b.stop != 0) return g0 + done;
@@ -266,20 +449,21 @@ LOWBIT_TARGET_AVX512 inline std::size_t quantize_affine_impl(const int_affine_jo
   const bool nearest =
       j.rm == rounding::nearest_even || j.rm == rounding::nearest_away || j.rm == rounding::nearest_toward_zero;
   const bool grid = nearest && len % 32 == 0;
-  grid_consts gk = make_grid(0, j.code_max), gk2 = gk;
+  const grid_consts gk = make_grid(0, j.code_max);
   const int_group_codec proto = a2::affine_codec(j, 1.0f, 0, 0.0f);
-  a2::aff_batch next = a2::affine_batch(j, first, last - first < 8 ? last - first : 8);
+  batch_grid bg;
+  a2::aff_batch next = affine_batch(j, first, last - first < 8 ? last - first : 8);
   const bool ahead = a2::prefetches_batches(first, last, len);
   for (std::size_t g0 = first; g0 < last; g0 += 8) {
     const std::size_t m = last - g0 < 8 ? last - g0 : 8;
     if (ahead) a2::prefetch_batch_after_next(j.x, g0, last, len);
     const a2::aff_batch b = next;
-    if (b.stop == 0 && g0 + 8 < last) next = a2::affine_batch(j, g0 + 8, last - g0 - 8 < 8 ? last - g0 - 8 : 8);
+    if (b.stop == 0 && g0 + 8 < last) next = affine_batch(j, g0 + 8, last - g0 - 8 < 8 ? last - g0 - 8 : 8);
     const std::size_t done = b.stop != 0 ? a2::lowest_bit(b.stop) : m;
     alignas(32) float sv[8];
-    alignas(32) float rv[8];
-    alignas(32) float mv[8];
     alignas(32) std::int32_t zi[8];
+    float* const rv = bg.r;
+    float* const mv = bg.m;
     _mm256_store_ps(sv, b.s);
     _mm256_store_ps(rv, b.r);
     _mm256_store_ps(mv, b.m);
@@ -288,32 +472,23 @@ LOWBIT_TARGET_AVX512 inline std::size_t quantize_affine_impl(const int_affine_jo
     _mm256_mask_storeu_ps(j.scales + g0, stored, b.s);
     _mm256_mask_storeu_ps(j.zeros + g0, stored, b.z);
     const std::uint32_t tight = grid ? b.tight : 0u;
-    for (std::size_t k = 0; k < done; ++k) {
+    _mm256_store_si256(reinterpret_cast<__m256i*>(bg.bias), grid_bias8(b.zp));
+    unsigned left = (1u << done) - 1u;  // as in quantize_symmetric_impl
+    if (done == 8 && tight == 0xFFu) {
+      const float* x = j.x + g0 * len;
+      left = j.offset ? grid_batch<Nibbles, true>(x, len, bg, gk, codes_at<Nibbles>(j, g0))
+                      : grid_batch<Nibbles, false>(x, len, bg, gk, codes_at<Nibbles>(j, g0));
+    }
+    for (; left != 0; left &= left - 1u) {
+      const unsigned k = a2::lowest_bit(left);
       const std::size_t g = g0 + k;
-      const float* x = j.x + g * len;
-      std::uint8_t* out = Nibbles ? j.codes + g * len / 2 : j.codes + g * len;
-      if (((tight >> k) & 1u) == 0) {
-        a2::affine_group<Nibbles>(j, g, sv[k], zi[k], mv[k], out);
-        continue;
-      }
-      gk.bias = _mm512_set1_epi32(0x44C00000 - 0x1001 - zi[k] * 0x2000);
       const group_fix f{&proto, sv[k], zi[k], mv[k]};
-      const __m512 r = _mm512_set1_ps(rv[k]);
-      const __m512 mo = _mm512_set1_ps(mv[k]);
-      if (len == 32 && ((tight >> k) & 3u) == 3u && k + 1 < done) {  // two groups of 32 at once
-        gk2.bias = _mm512_set1_epi32(0x44C00000 - 0x1001 - zi[k + 1] * 0x2000);
-        const group_fix fb{&proto, sv[k + 1], zi[k + 1], mv[k + 1]};
-        const __m512 rb = _mm512_set1_ps(rv[k + 1]);
-        if (j.offset) {
-          grid64<Nibbles, true>(x, r, rb, mo, _mm512_set1_ps(mv[k + 1]), gk, gk2, f, fb, out);
-        } else {
-          grid64<Nibbles, false>(x, r, rb, r, rb, gk, gk2, f, fb, out);
-        }
-        ++k;
+      if (((tight >> k) & 1u) == 0) {
+        a2::affine_group<Nibbles>(j, g, sv[k], zi[k], mv[k], codes_at<Nibbles>(j, g));
       } else if (j.offset) {
-        group_grid<Nibbles, true>(x, len, r, mo, gk, f, out);
+        regrid<Nibbles, true>(j.x + g * len, len, bg, k, gk, f, codes_at<Nibbles>(j, g));
       } else {
-        group_grid<Nibbles, false>(x, len, r, r, gk, f, out);
+        regrid<Nibbles, false>(j.x + g * len, len, bg, k, gk, f, codes_at<Nibbles>(j, g));
       }
     }
     if (b.stop != 0) return g0 + done;
