@@ -112,7 +112,7 @@ LOWBIT_AVX2_INLINE aff_batch affine_batch(const int_affine_job& j, std::size_t g
 
 // The parameters of a batch of m <= 8 groups from their lane-wise reductions (one lane each: min,
 // max, and nf, +-0 or NaN where the group holds NaN or Inf): shared with the AVX-512 path
-// (avx512.hpp), which reduces with wider loads.
+// (avx512.hpp's affine_batch), which reduces 16 floats per load.
 LOWBIT_AVX2_INLINE aff_batch affine_params(const int_affine_job& j, __m256i lo, __m256i hi, __m256i nfl, std::size_t m) {
   aff_batch b;
   b.lo = _mm256_castsi256_ps(lo);

@@ -121,8 +121,9 @@ LOWBIT_AVX2_INLINE sym_batch symmetric_batch(const int_symmetric_job& j, std::si
   return symmetric_scales(j, amax, m, divisor);
 }
 
-// The scales of a batch of m <= 8 groups from their largest magnitudes (as bits, one lane each):
-// shared with the AVX-512 path (avx512.hpp), which finds amax with wider loads.
+// The scales of a batch of m <= 8 groups from their largest magnitudes (as bits, one lane each).
+// (The AVX-512 path takes symmetric_batch whole: reading amax 16 floats per load measured no gain
+// there, docs/performance.md "Zen 5".)
 LOWBIT_AVX2_INLINE sym_batch symmetric_scales(const int_symmetric_job& j, __m256i amax, std::size_t m, __m256 divisor) {
   sym_batch b;
   b.s = _mm256_setzero_ps();

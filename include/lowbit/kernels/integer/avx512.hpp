@@ -2,18 +2,21 @@
 // dispatch.hpp (quantize_symmetric, quantize_affine, dequantize_groups) with 16 floats per zmm,
 // taken on the avx512 path (core/cpu.hpp). The bytes are the AVX2 paths' and so the reference's.
 //
-// What differs from AVX2, in one place: the passes that write the elements. Everything per batch
-// of 8 groups (one group per 32-bit lane: the reductions, the scales, zero-points, offsets and
-// their checks, the decision which groups the grid may take) and everything rare (a group in a
-// mode or length the grid does not take: stochastic or directed rounding, lengths not a multiple
-// of 32, tiny or huge scales) is the AVX2 code, inlined or called from here: avx2_symmetric.hpp's
-// symmetric_batch and symmetric_group, avx2_affine.hpp's affine_batch and affine_group,
-// avx2_dequantize.hpp's dequant_params. Here:
+// What differs from AVX2, in one place: the passes that write the elements, and the affine
+// reductions. Everything else per batch of 8 groups (one group per 32-bit lane: the symmetric
+// reduction, the scales, zero-points, offsets and their checks, the decision which groups the
+// grid may take) and everything rare (a group in a mode or length the grid does not take:
+// stochastic or directed rounding, lengths not a multiple of 32, tiny or huge scales) is the AVX2
+// code, inlined or called from here: avx2_symmetric.hpp's symmetric_batch and symmetric_group,
+// avx2_affine.hpp's affine_params and affine_group, avx2_dequantize.hpp's dequant_params. Here:
+//   - the affine reductions (min, max, NaN/Inf) read 16 floats per load (affine_batch);
 //   - the grid rounding (avx2_table.hpp's group_grid; the proof is docs/kernels.md's) runs on
 //     16 lanes, 64 values (one group, or two groups of 32) at a time; codes narrow by the same
 //     saturating packs as on AVX2 and one vpermd (not vpmovusdb: two port-5 uops per 16 lanes);
-//     nibbles pair up by vpmaddubsw and narrow by vpmovwb; a lane that came near a half-integer
-//     is redone alone by the scalar reference (AVX2 redoes its 32-value chunk by division);
+//     nibbles pair up by vpmaddubsw and narrow by vpmovwb. A batch whose 8 groups the grid takes
+//     runs as straight-line code that stores what the grid gives (grid_batch); a group in which
+//     some lane came near a half-integer is then redone (regrid), each such lane by the scalar
+//     reference (AVX2 redoes its 32-value chunk by division);
 //   - dequantization widens 16 codes with vpmovzxbd, masked loads and stores for the last partial
 //     vector, and streams 64-byte stores where the AVX2 path streams 32-byte ones; nibbles with an
 //     integer zero-point are looked up in the group's 16 values (vpermps) instead, and into
@@ -377,7 +380,8 @@ LOWBIT_AVX512_INLINE unsigned grid_batch(const float* x, std::size_t len, const 
 // Group g of a batch that grid_batch returned, again by group_grid (out of line: rare).
 template <bool Nibbles, bool Offset>
 LOWBIT_TARGET_AVX512 LOWBIT_NOINLINE void regrid(const float* x, std::size_t len, const batch_grid& p, unsigned g,
-                                                 grid_consts k, const group_fix& f, std::uint8_t* out) noexcept {
+                                                 const grid_consts& kc, const group_fix& f, std::uint8_t* out) noexcept {
+  grid_consts k = kc;
   k.bias = _mm512_set1_epi32(p.bias[g]);
   group_grid<Nibbles, Offset>(x, len, _mm512_set1_ps(p.r[g]), _mm512_set1_ps(p.m[g]), k, f, out);
 }
@@ -783,12 +787,10 @@ LOWBIT_TARGET_AVX512_BF16 inline std::size_t dequantize_groups_bf16(const int_de
 
 // The entry points (dispatch.hpp), in the caller's IEEE scope as the AVX2 ones.
 
-// avx2::quantize_symmetric's contract. INT4 in groups of 32 packed to nibbles stays on the AVX2
-// kernel (its hot case, two groups per 32-byte store): the AVX-512 one measured 0.83-0.98x of it
-// in cache on Zen 4 (docs/performance.md, "AVX-512 integer schemes"), though 1.15x on Zen 5
-// ("Zen 5").
+// avx2::quantize_symmetric's contract. (INT4 in groups of 32 packed to nibbles went to the AVX2
+// kernel while the AVX-512 one read 0.83-0.98x of it on Zen 4; with grid_batch it reads 1.06x on
+// Zen 5: docs/performance.md, "Zen 5".)
 inline std::size_t quantize_symmetric(const int_symmetric_job& j, std::size_t first, std::size_t last) noexcept {
-  if (j.pack_nibbles && j.group_length == 32) return avx2::quantize_symmetric(j, first, last);
   return j.pack_nibbles ? int_detail::quantize_symmetric_impl<true>(j, first, last)
                         : int_detail::quantize_symmetric_impl<false>(j, first, last);
 }
