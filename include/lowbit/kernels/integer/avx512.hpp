@@ -213,23 +213,18 @@ LOWBIT_AVX512_INLINE void store32(std::uint8_t* out, __m512i codes) {
 
 // The lanes near a half-integer are rare but not negligible: with fp16 scales about one group of
 // 32 in ten has one (the largest |x| / s lies within 2^-11 of D, and of a half-integer when D is
-// one). AVX2 redoes the whole 32-value chunk by division; here only the lanes that came near are
-// redone, each by the scalar reference (int_ref::quantize_one: the definition of the code; no
-// product in it that a compiler could fuse), and put back into the grid word before the narrowing.
+// one). Their codes are redone by division, as the reference defines them: y = (x - m) / s
+// rounded once (m = 0 without an offset: x - 0 is x), then round_to_code's nearest mode on y,
+// and put back into the grid word before the narrowing (a rounded integer, so the clamps after
+// it are round_to_code's).
 
-// The group's codec for the near lanes: the call's, with this group's scale, zero-point and offset.
+// What the near lanes of a group need: its scale, zero-point and offset, and the call's mode (a
+// nearest one: the grid takes no other).
 struct group_fix {
-  const int_group_codec* proto;
   float s;
   int zp;
   float m;
-  int_group_codec codec() const {
-    int_group_codec c = *proto;
-    c.scale = s;
-    c.zero_point = zp;
-    c.offset = m;
-    return c;
-  }
+  rounding rm;
 };
 
 // Lanes of a grid word whose low bits say "near a half-integer" (avx2 group_grid's test).
@@ -238,17 +233,22 @@ LOWBIT_AVX512_INLINE __mmask16 near_lanes(__m512i u, const grid_consts& k) {
 }
 
 // u with the near lanes (of the 16 values at x) replaced by the reference's code, in bits 13 up.
+// round_to_code on |y| < 2^22: nearest even is roundscale's; a tie (y - trunc(y) = +-1/2, exact)
+// goes to trunc(y) + sign(y) away from zero, or to trunc(y) toward zero.
 LOWBIT_AVX512_INLINE __m512i fix_near(__m512i u, const float* x, const grid_consts& k, const group_fix& f) {
-  unsigned lanes = near_lanes(u, k);
-  if (lanes == 0) return u;
-  const int_group_codec c = f.codec();
-  while (lanes != 0) {
-    const unsigned i = static_cast<unsigned>(__builtin_ctz(lanes));
-    lanes &= lanes - 1u;
-    const int code = int_ref::quantize_one(x[i], c, 0u);
-    u = _mm512_mask_mov_epi32(u, static_cast<__mmask16>(1u << i), _mm512_set1_epi32(code * 0x2000));
+  const __mmask16 near = near_lanes(u, k);
+  if (near == 0) return u;
+  const __m512 y = _mm512_div_ps(_mm512_sub_ps(_mm512_loadu_ps(x), _mm512_set1_ps(f.m)), _mm512_set1_ps(f.s));
+  __m512 r = _mm512_roundscale_ps(y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  if (f.rm != rounding::nearest_even) {
+    const __m512 t = _mm512_roundscale_ps(y, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    const __mmask16 tie = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(y, t)), _mm512_set1_ps(0.5f), _CMP_EQ_OQ);
+    const __m512 sign = _mm512_and_ps(y, _mm512_castsi512_ps(_mm512_set1_epi32(static_cast<int>(0x80000000u))));
+    const __m512 away = _mm512_add_ps(t, _mm512_or_ps(_mm512_set1_ps(1.0f), sign));
+    r = _mm512_mask_blend_ps(tie, r, f.rm == rounding::nearest_away ? away : t);
   }
-  return u;
+  const __m512i code = _mm512_add_epi32(_mm512_cvtps_epi32(r), _mm512_set1_epi32(f.zp));
+  return _mm512_mask_mov_epi32(u, near, _mm512_slli_epi32(code, 13));
 }
 
 // The grid words of 64 consecutive values, the first 32 under (ra, ma, ka), the last 32 under
@@ -435,7 +435,7 @@ LOWBIT_TARGET_AVX512 inline std::size_t quantize_symmetric_impl(const int_symmet
       const unsigned k = a2::lowest_bit(left);
       const std::size_t g = g0 + k;
       if (((tight >> k) & 1u) != 0) {
-        regrid<Nibbles, false>(j.x + g * len, len, bg, k, gk, group_fix{&c, sv[k], j.zero_point, 0.0f}, codes_at<Nibbles>(j, g));
+        regrid<Nibbles, false>(j.x + g * len, len, bg, k, gk, group_fix{sv[k], j.zero_point, 0.0f, j.rm}, codes_at<Nibbles>(j, g));
       } else {
         a2::symmetric_group<Nibbles>(j, g, sv[k], rv[k], codes_at<Nibbles>(j, g));
       }
@@ -454,7 +454,6 @@ LOWBIT_TARGET_AVX512 inline std::size_t quantize_affine_impl(const int_affine_jo
       j.rm == rounding::nearest_even || j.rm == rounding::nearest_away || j.rm == rounding::nearest_toward_zero;
   const bool grid = nearest && len % 32 == 0;
   const grid_consts gk = make_grid(0, j.code_max);
-  const int_group_codec proto = a2::affine_codec(j, 1.0f, 0, 0.0f);
   batch_grid bg;
   a2::aff_batch next = affine_batch(j, first, last - first < 8 ? last - first : 8);
   const bool ahead = a2::prefetches_batches(first, last, len);
@@ -486,7 +485,7 @@ LOWBIT_TARGET_AVX512 inline std::size_t quantize_affine_impl(const int_affine_jo
     for (; left != 0; left &= left - 1u) {
       const unsigned k = a2::lowest_bit(left);
       const std::size_t g = g0 + k;
-      const group_fix f{&proto, sv[k], zi[k], mv[k]};
+      const group_fix f{sv[k], zi[k], mv[k], j.rm};
       if (((tight >> k) & 1u) == 0) {
         a2::affine_group<Nibbles>(j, g, sv[k], zi[k], mv[k], codes_at<Nibbles>(j, g));
       } else if (j.offset) {
