@@ -68,9 +68,10 @@ LOWBIT_AVX512_INLINE __mmask16 tail16(std::size_t n) { return static_cast<__mmas
 // (a2::symmetric_batch): with 16 floats per load it measured 0.95-1.04x of it on Zen 5 and
 // 0.88-0.95x on Zen 4 (docs/performance.md, "Zen 5"). Affine: each group's min, max and NaN/Inf
 // with 16 floats per load, folded to one lane per group by reduce8x16, then the AVX2 code's
-// parameters (a2::affine_params): INT8 affine per token 9.1 -> 12.6 G elem/s on Zen 5 (there the
-// AVX2 reduction's three accumulators per 8 values cost most). Groups whose length is not a
-// multiple of 32 take the AVX2 reduction whole (a2::affine_batch).
+// parameters (a2::affine_params): INT8 affine per token 9.2 -> 13.4 G elem/s in cache on Zen 5
+// (there the AVX2 reduction's three accumulators per 8 values cost most). Groups whose length is
+// not a multiple of 32, and long rows from DRAM (wide_reduction), take the AVX2 reduction whole
+// (a2::affine_batch).
 
 // Lane-wise operations of reduce8x16, on 16 lanes and (the last step) on 8.
 struct min_ps_z {
@@ -132,9 +133,19 @@ LOWBIT_AVX512_INLINE void lane_range(const float* x, std::size_t len, __m512i& m
   nf = _mm512_castps_si512(_mm512_add_ps(nf0, nf1));
 }
 
-LOWBIT_AVX512_INLINE a2::aff_batch affine_batch(const int_affine_job& j, std::size_t g0, std::size_t m) {
+// Whether the affine reductions of groups [first, last) read 16 floats per load: groups of a
+// multiple of 32 values, and not rows beyond 512 values of an input beyond 1 MiB. Those (per
+// token from DRAM) read 15 % slower that way than by the AVX2 reduction on Zen 5 (INT8 affine per
+// token at 16M elements, 4.3 against 5.0 G elem/s, three alternating runs); in cache they gain
+// the most (9.2 -> 13.4).
+inline bool wide_reduction(std::size_t first, std::size_t last, std::size_t len) noexcept {
+  return len % 32 == 0 && (len <= 512 || (last - first) * len * sizeof(float) < (std::size_t{1} << 20));
+}
+
+// wide: reduce 16 floats per load (wide_reduction), else the AVX2 code's reduction.
+LOWBIT_AVX512_INLINE a2::aff_batch affine_batch(const int_affine_job& j, std::size_t g0, std::size_t m, bool wide) {
   const std::size_t len = j.group_length;
-  if (len % 32 != 0) return a2::affine_batch(j, g0, m);
+  if (!wide) return a2::affine_batch(j, g0, m);
   const float* x = j.x + g0 * len;
   __m512i mn[8], mx[8], nf[8];
   if (m == 8) {  // written out: in a loop over k the arrays stayed in memory, and 64-byte stores
@@ -455,13 +466,14 @@ LOWBIT_TARGET_AVX512 inline std::size_t quantize_affine_impl(const int_affine_jo
   const bool grid = nearest && len % 32 == 0;
   const grid_consts gk = make_grid(0, j.code_max);
   batch_grid bg;
-  a2::aff_batch next = affine_batch(j, first, last - first < 8 ? last - first : 8);
+  const bool wide = wide_reduction(first, last, len);
+  a2::aff_batch next = affine_batch(j, first, last - first < 8 ? last - first : 8, wide);
   const bool ahead = a2::prefetches_batches(first, last, len);
   for (std::size_t g0 = first; g0 < last; g0 += 8) {
     const std::size_t m = last - g0 < 8 ? last - g0 : 8;
     if (ahead) a2::prefetch_batch_after_next(j.x, g0, last, len);
     const a2::aff_batch b = next;
-    if (b.stop == 0 && g0 + 8 < last) next = affine_batch(j, g0 + 8, last - g0 - 8 < 8 ? last - g0 - 8 : 8);
+    if (b.stop == 0 && g0 + 8 < last) next = affine_batch(j, g0 + 8, last - g0 - 8 < 8 ? last - g0 - 8 : 8, wide);
     const std::size_t done = b.stop != 0 ? a2::lowest_bit(b.stop) : m;
     alignas(32) float sv[8];
     alignas(32) std::int32_t zi[8];
