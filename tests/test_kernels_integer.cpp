@@ -603,6 +603,70 @@ TEST(KernelsIntegerBulk, QuantizeTies) {
   REQUIRE_AVX2();
   check_quantize(data_kind::ties, false, 300);
 }
+// Exact ties of every nearest mode in groups the grid takes (lengths of 32k, whole batches of 8
+// groups): the scale a power of two, each group's extremes set so that the scheme gives exactly
+// that scale (and an integer zero-point or offset), the other values (k + 1/2) s, some one float
+// step off. The AVX-512 path redoes such lanes by division after the grid (fix_near); a tie rule
+// of any mode left out there fails here.
+TEST(KernelsIntegerBulk, ExactTiesOfEveryNearestModeOnTheGrid) {
+  REQUIRE_AVX2();
+  std::mt19937 gen(31);
+  const shape s{8, 128};
+  int checked = 0;
+  for (rounding rm : {rounding::nearest_even, rounding::nearest_away, rounding::nearest_toward_zero}) {
+    for (int bits : {4, 8}) {
+      for (int scheme = 0; scheme < 4; ++scheme) {
+        for (scale_storage fmt : {scale_storage::fp16, scale_storage::bf16}) {
+          for (std::size_t group : {32u, 128u}) {
+            int_params p;
+            p.bits = bits;
+            p.granularity = granularity::per_group;
+            p.group_size = group;
+            p.scale_format = fmt;
+            p.element_rounding = rm;
+            if (scheme == 0) p.range = int_range::restricted;
+            if (scheme == 1) p.range = int_range::full;
+            if (scheme == 2) p.scheme = int_scheme::affine;
+            if (scheme == 3) p.scheme = int_scheme::affine_offset;
+            const int code_max = (1 << bits) - 1;
+            std::vector<float> x(s.rows * s.cols);
+            for (std::size_t g0 = 0; g0 < x.size(); g0 += group) {
+              const float sc = std::ldexp(1.0f, static_cast<int>(gen() % 18) - 10);  // offsets within fp16
+              int lo_k, hi_k;  // the extremes, in units of sc: the codes' range
+              if (scheme < 2) {
+                const float d = scheme == 0 ? static_cast<float>((1 << (bits - 1)) - 1) : static_cast<float>(1 << (bits - 1)) - 0.5f;
+                x[g0] = (gen() % 2 ? d : -d) * sc;  // amax / divisor = sc
+                hi_k = static_cast<int>(d) - 1;
+                lo_k = -static_cast<int>(d);
+              } else {
+                const int z = static_cast<int>(gen() % static_cast<unsigned>(code_max + 1));
+                x[g0] = static_cast<float>(-z) * sc;
+                x[g0 + 1] = static_cast<float>(code_max - z) * sc;  // (hi - lo) / code_max = sc
+                lo_k = -z;
+                hi_k = code_max - z - 1;
+              }
+              for (std::size_t i = g0 + 2; i < g0 + group; ++i) {
+                const int k = lo_k + static_cast<int>(gen() % static_cast<unsigned>(hi_k - lo_k + 1));
+                float v = (static_cast<float>(k) + 0.5f) * sc;
+                if (gen() % 8 == 0) v = std::nextafter(v, gen() % 2 ? 1e9f : -1e9f);
+                x[i] = v;
+              }
+            }
+            const quantized want = run_on(isa::scalar, fpenv::clear, [&] { return quantize_both_ways(x.data(), s, p, nullptr); });
+            ASSERT_EQ(want.st, errc::ok) << describe(p, s, data_kind::ties);
+            for (const auto& [path, e] : simd_envs()) {
+              const quantized got = run_on(path, e, [&] { return quantize_both_ways(x.data(), s, p, nullptr); });
+              ASSERT_TRUE(got == want) << describe(p, s, data_kind::ties) << " " << env_name(e) << " " << lowbit::isa_name(path);
+            }
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(checked, 96);
+}
+
 TEST(KernelsIntegerBulk, QuantizeWideRangeWithSubnormals) {
   REQUIRE_AVX2();
   check_quantize(data_kind::wide, false, 400);

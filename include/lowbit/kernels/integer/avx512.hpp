@@ -243,22 +243,23 @@ LOWBIT_AVX512_INLINE __mmask16 near_lanes(__m512i u, const grid_consts& k) {
   return _mm512_cmplt_epi32_mask(_mm512_and_si512(u, k.low), _mm512_set1_epi32(3));
 }
 
-// u with the near lanes (of the 16 values at x) replaced by the reference's code, in bits 13 up.
-// round_to_code on |y| < 2^22: nearest even is roundscale's; a tie (y - trunc(y) = +-1/2, exact)
-// goes to trunc(y) + sign(y) away from zero, or to trunc(y) toward zero.
+// u with the near lanes (of the 16 values at x) replaced by the reference's code, in bits 13 up:
+// round_to_code on |y| < 2^22, where n = trunc(y) and y - n are exact; the magnitude goes up past
+// a half, and at a half as the mode says (nearest even: n odd; away: always; toward zero: never).
 LOWBIT_AVX512_INLINE __m512i fix_near(__m512i u, const float* x, const grid_consts& k, const group_fix& f) {
   const __mmask16 near = near_lanes(u, k);
   if (near == 0) return u;
   const __m512 y = _mm512_div_ps(_mm512_sub_ps(_mm512_loadu_ps(x), _mm512_set1_ps(f.m)), _mm512_set1_ps(f.s));
-  __m512 r = _mm512_roundscale_ps(y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  if (f.rm != rounding::nearest_even) {
-    const __m512 t = _mm512_roundscale_ps(y, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-    const __mmask16 tie = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(y, t)), _mm512_set1_ps(0.5f), _CMP_EQ_OQ);
-    const __m512 sign = _mm512_and_ps(y, _mm512_castsi512_ps(_mm512_set1_epi32(static_cast<int>(0x80000000u))));
-    const __m512 away = _mm512_add_ps(t, _mm512_or_ps(_mm512_set1_ps(1.0f), sign));
-    r = _mm512_mask_blend_ps(tie, r, f.rm == rounding::nearest_away ? away : t);
-  }
-  const __m512i code = _mm512_add_epi32(_mm512_cvtps_epi32(r), _mm512_set1_epi32(f.zp));
+  const __m512i n = _mm512_cvttps_epi32(y);
+  const __m512 a = _mm512_abs_ps(_mm512_sub_ps(y, _mm512_cvtepi32_ps(n)));
+  const __m512 half = _mm512_set1_ps(0.5f);
+  const __m512i one = _mm512_set1_epi32(1);
+  __mmask16 up = _mm512_cmp_ps_mask(a, half, _CMP_GT_OQ);
+  const __mmask16 tie = _mm512_cmp_ps_mask(a, half, _CMP_EQ_OQ);
+  if (f.rm == rounding::nearest_even) up |= static_cast<__mmask16>(tie & _mm512_test_epi32_mask(n, one));
+  if (f.rm == rounding::nearest_away) up |= tie;
+  const __m512i step = _mm512_or_si512(_mm512_srai_epi32(_mm512_castps_si512(y), 31), one);  // sign(y) 1
+  const __m512i code = _mm512_add_epi32(_mm512_mask_add_epi32(n, up, n, step), _mm512_set1_epi32(f.zp));
   return _mm512_mask_mov_epi32(u, near, _mm512_slli_epi32(code, 13));
 }
 
