@@ -49,34 +49,49 @@ LOWBIT_AVX512_INLINE __m256i fold_max_epu32(__m512i v) {
 
 // Lane k: the largest |x| of block k (bits), for up to 8 blocks of 32 (the others 0): avx2.hpp's
 // block_absmax8.
-LOWBIT_AVX512_INLINE __m256i block_absmax8(const float* x, std::size_t m) {
+LOWBIT_AVX512_INLINE __m256i block_absmax(const float* xb) {
   const __m512i magnitude = _mm512_set1_epi32(0x7FFFFFFF);
-  __m256i v[8];
-  for (std::size_t k = 0; k < 8; ++k) {
-    if (k < m) {
-      const __m512i a = _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(x + k * 32)), magnitude);
-      const __m512i b = _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(x + k * 32 + 16)), magnitude);
-      v[k] = fold_max_epi32(_mm512_max_epi32(a, b));
-    } else {
-      v[k] = _mm256_setzero_si256();
-    }
+  const __m512i a = _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(xb)), magnitude);
+  const __m512i b = _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(xb + 16)), magnitude);
+  return fold_max_epi32(_mm512_max_epi32(a, b));
+}
+LOWBIT_AVX512_INLINE __m256i block_absmax8(const float* x, std::size_t m) {
+  if (m == 8) {  // written out: in a loop over k, v stayed in memory (Q8_0 quantize 1.09x so)
+    const __m256i v[8] = {block_absmax(x),       block_absmax(x + 32),  block_absmax(x + 64),  block_absmax(x + 96),
+                          block_absmax(x + 128), block_absmax(x + 160), block_absmax(x + 192), block_absmax(x + 224)};
+    return avx2::reduce8_max_epi32(v);
   }
+  __m256i v[8];
+  for (std::size_t k = 0; k < 8; ++k) v[k] = k < m ? block_absmax(x + k * 32) : _mm256_setzero_si256();
   return avx2::reduce8_max_epi32(v);
 }
 
 // avx2.hpp's block_extremes8: the signed and unsigned maxima of each block's bit patterns.
+LOWBIT_AVX512_INLINE void block_extremes(const float* xb, __m256i& s, __m256i& u) {
+  const __m512i a = _mm512_castps_si512(_mm512_loadu_ps(xb));
+  const __m512i b = _mm512_castps_si512(_mm512_loadu_ps(xb + 16));
+  s = fold_max_epi32(_mm512_max_epi32(a, b));
+  u = fold_max_epu32(_mm512_max_epu32(a, b));
+}
 LOWBIT_AVX512_INLINE void block_extremes8(const float* x, std::size_t m, __m256i* smax, __m256i* umax) {
   __m256i s[8];
   __m256i u[8];
-  for (std::size_t k = 0; k < 8; ++k) {
-    if (k < m) {
-      const __m512i a = _mm512_castps_si512(_mm512_loadu_ps(x + k * 32));
-      const __m512i b = _mm512_castps_si512(_mm512_loadu_ps(x + k * 32 + 16));
-      s[k] = fold_max_epi32(_mm512_max_epi32(a, b));
-      u[k] = fold_max_epu32(_mm512_max_epu32(a, b));
-    } else {
-      s[k] = _mm256_setzero_si256();
-      u[k] = _mm256_setzero_si256();
+  if (m == 8) {  // written out (block_absmax8)
+    block_extremes(x, s[0], u[0]);
+    block_extremes(x + 32, s[1], u[1]);
+    block_extremes(x + 64, s[2], u[2]);
+    block_extremes(x + 96, s[3], u[3]);
+    block_extremes(x + 128, s[4], u[4]);
+    block_extremes(x + 160, s[5], u[5]);
+    block_extremes(x + 192, s[6], u[6]);
+    block_extremes(x + 224, s[7], u[7]);
+  } else {
+    for (std::size_t k = 0; k < 8; ++k) {
+      if (k < m) {
+        block_extremes(x + k * 32, s[k], u[k]);
+      } else {
+        s[k] = u[k] = _mm256_setzero_si256();
+      }
     }
   }
   *smax = avx2::reduce8_max_epi32(s);
@@ -114,6 +129,19 @@ LOWBIT_AVX512_INLINE void q8_0_block(const float* xb, float id, std::int8_t* qs)
   _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 16), _mm512_cvtepi32_epi8(q8_codes16(xb + 16, idv)));
 }
 
+// Two Q8_0 blocks (64 values at xb, ids a and b, both finite) into y[0].qs and y[1].qs: the 64
+// codes narrowed by two signed saturating packs (the codes lie in -127..127) and one vpermd
+// (integer/avx512.hpp's narrow64), where q8_0_block narrows by two vpmovsdb per block.
+LOWBIT_AVX512_INLINE void q8_0_pair(const float* xb, float a, float b, ggml_block_q8_0* y) {
+  const __m512 ia = _mm512_set1_ps(a), ib = _mm512_set1_ps(b);
+  const __m512i w01 = _mm512_packs_epi32(q8_codes16(xb, ia), q8_codes16(xb + 16, ia));
+  const __m512i w23 = _mm512_packs_epi32(q8_codes16(xb + 32, ib), q8_codes16(xb + 48, ib));
+  const __m512i c = _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15),
+                                             _mm512_packs_epi16(w01, w23));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[0].qs), _mm512_castsi512_si256(c));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[1].qs), _mm512_extracti64x4_epi64(c, 1));
+}
+
 struct q4_0_kernel {
   using block = ggml_block_q4_0;
   static LOWBIT_AVX512_INLINE void batch(const float* xb0, std::size_t m, a2::batch8* r) {
@@ -123,6 +151,7 @@ struct q4_0_kernel {
     a2::q4_0_batch(xb0, m, smax, umax, r);
   }
   static LOWBIT_AVX512_INLINE void codes(const float* xb, float id, block* y) { q4_0_block(xb, id, y->qs); }
+  static LOWBIT_AVX512_INLINE bool batch_codes(const float*, const a2::batch8&, block*) { return false; }
 };
 struct q8_0_kernel {
   using block = ggml_block_q8_0;
@@ -130,6 +159,13 @@ struct q8_0_kernel {
     a2::q8_0_batch(block_absmax8(xb0, m), m, r);
   }
   static LOWBIT_AVX512_INLINE void codes(const float* xb, float id, block* y) { q8_0_block(xb, id, y->qs); }
+  // A whole batch of 8 blocks whose ids are all finite, two blocks a step; false: not such a batch.
+  static LOWBIT_AVX512_INLINE bool batch_codes(const float* xb0, const a2::batch8& r, block* y) {
+    const __m256i e = _mm256_and_si256(_mm256_load_si256(reinterpret_cast<const __m256i*>(r.id)), _mm256_set1_epi32(0x7F800000));
+    if (r.done != 8 || _mm256_cmpeq_epi32_mask(e, _mm256_set1_epi32(0x7F800000)) != 0) return false;
+    for (std::size_t k = 0; k < 8; k += 2) q8_0_pair(xb0 + 32 * k, r.id[k], r.id[k + 1], y + k);
+    return true;
+  }
 };
 
 // avx2.hpp's quantize_blocks over these kernels.
@@ -140,10 +176,9 @@ LOWBIT_TARGET_AVX512 inline errc quantize_blocks(const float* x, std::size_t blo
     a2::prefetch_group_after_next(xb0, b0, blocks);
     a2::batch8 r;
     K::batch(xb0, blocks - b0 < 8 ? blocks - b0 : 8, &r);
-    for (std::size_t k = 0; k < r.done; ++k) {
-      y[b0 + k].d = r.d[k];
-      K::codes(xb0 + k * 32, r.id[k], y + b0 + k);
-    }
+    for (std::size_t k = 0; k < r.done; ++k) y[b0 + k].d = r.d[k];
+    if (!K::batch_codes(xb0, r, y + b0))
+      for (std::size_t k = 0; k < r.done; ++k) K::codes(xb0 + k * 32, r.id[k], y + b0 + k);
     if (r.stop != errc::ok) return r.stop;
   }
   return errc::ok;
