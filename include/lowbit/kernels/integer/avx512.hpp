@@ -14,9 +14,9 @@
 //     16 lanes, 64 values (one group, or two groups of 32) at a time; codes narrow by the same
 //     saturating packs as on AVX2 and one vpermd (not vpmovusdb: two port-5 uops per 16 lanes);
 //     nibbles pair up by vpmaddubsw and narrow by vpmovwb. A batch whose 8 groups the grid takes
-//     runs as straight-line code that stores what the grid gives (grid_batch); a group in which
-//     some lane came near a half-integer is then redone (regrid), each such lane by the scalar
-//     reference (AVX2 redoes its 32-value chunk by division);
+//     runs as straight-line code (grid_batch); a lane that came near a half-integer is coded
+//     by division (fix_near: the vector, before the narrowing, in groups of 32 and 64; in longer
+//     groups the whole group again after it; AVX2 redoes its 32-value chunk by division);
 //   - dequantization widens 16 codes with vpmovzxbd, masked loads and stores for the last partial
 //     vector, and streams 64-byte stores where the AVX2 path streams 32-byte ones; nibbles with an
 //     integer zero-point are looked up in the group's 16 values (vpermps) instead, and into
@@ -323,84 +323,93 @@ LOWBIT_AVX512_INLINE void group_grid(const float* x, std::size_t len, __m512 r, 
 }
 
 // ------------------------------------------------------------------------------------------------
-// The hot case: a batch of 8 groups of 32k values, each of which the grid takes. Straight-line
-// code without calls (a call clobbers every zmm, and the group loop above reloads its constants
-// and spills around the rare paths): the codes are stored as the grid gives them, without
-// looking at the near lanes, and the groups in which some lane came near a half-integer are
-// returned, for the caller to redo by group_grid (which overwrites their codes).
+// The hot case: a batch of 8 groups of 32k values, each of which the grid takes, as
+// straight-line code without calls (a call clobbers every zmm, and the general group loop below,
+// which calls the long way for the groups the grid does not take, reloads its constants and
+// spills around those calls). Groups of 32 and 64 fix their near lanes in place (grid64);
+// longer ones note them over the whole group and code it again if any (in place, INT8 g128 read
+// 0.92x; coded again in groups of 64, INT4 g64 0.86x: Zen 5, alternating runs).
 
 // The grid parameters of the 8 groups of a batch, one per lane: reciprocal, offset (0 without
-// one) and grid bias (bits(1536) - 0x1001 - zero_point * 2^13).
+// one), grid bias (bits(1536) - 0x1001 - zero_point * 2^13), and for the near lanes the scale
+// and zero-point.
 struct batch_grid {
   alignas(32) float r[8];
   alignas(32) float m[8];
+  alignas(32) float s[8];
   alignas(32) std::int32_t bias[8];
+  alignas(32) std::int32_t zp[8];
+  rounding rm;
+  group_fix fix(unsigned g) const { return group_fix{s[g], zp[g], m[g], rm}; }
 };
 
 LOWBIT_AVX512_INLINE __m256i grid_bias8(__m256i zero_points) {
   return _mm256_sub_epi32(_mm256_set1_epi32(0x44C00000 - 0x1001), _mm256_slli_epi32(zero_points, 13));
 }
 
+// Group g of the batch at x (its len values) into out, by group_grid.
 template <bool Nibbles, bool Offset>
-LOWBIT_AVX512_INLINE unsigned grid_batch(const float* x, std::size_t len, const batch_grid& p, grid_consts ka,
-                                         std::uint8_t* out) {
-  constexpr std::size_t shift = Nibbles ? 1 : 0;  // output bytes = values >> shift
-  const __m512i none = _mm512_set1_epi32(0x7FFFFFFF);
-  const __m512i three = _mm512_set1_epi32(3);
-  const __m512 zero = _mm512_setzero_ps();
-  grid_consts kb = ka;
-  unsigned redo = 0;
-  if (len == 32) {  // two groups per 64 values
-    for (unsigned g = 0; g < 8; g += 2) {
-      ka.bias = _mm512_set1_epi32(p.bias[g]);
-      kb.bias = _mm512_set1_epi32(p.bias[g + 1]);
-      __m512i u[4];
-      grid_words64<Offset>(x + 32 * g, _mm512_set1_ps(p.r[g]), _mm512_set1_ps(p.r[g + 1]),
-                           Offset ? _mm512_set1_ps(p.m[g]) : zero, Offset ? _mm512_set1_ps(p.m[g + 1]) : zero, ka, kb, u);
-      const unsigned na = _mm512_cmplt_epi32_mask(nearness(u[0], u[1], ka), three) != 0;
-      const unsigned nb = _mm512_cmplt_epi32_mask(nearness(u[2], u[3], ka), three) != 0;
-      redo |= (na | nb << 1) << g;
-      store64<Nibbles>(out + (32 * g >> shift), narrow64(u[0], u[1], u[2], u[3], ka));
-    }
-    return redo;
-  }
-  for (unsigned g = 0; g < 8; ++g) {
-    const float* xg = x + g * len;
-    std::uint8_t* og = out + (g * len >> shift);
-    const __m512 r = _mm512_set1_ps(p.r[g]);
-    const __m512 m = Offset ? _mm512_set1_ps(p.m[g]) : zero;
-    ka.bias = _mm512_set1_epi32(p.bias[g]);
-    __m512i near = none;
-    std::size_t i = 0;
-    for (; i + 64 <= len; i += 64) {
-      __m512i u[4];
-      grid_words64<Offset>(xg + i, r, r, m, m, ka, ka, u);
-      near = _mm512_min_epi32(near, _mm512_min_epi32(nearness(u[0], u[1], ka), nearness(u[2], u[3], ka)));
-      store64<Nibbles>(og + (i >> shift), narrow64(u[0], u[1], u[2], u[3], ka));
-    }
-    if (i < len) {  // 32 left
-      __m512i u[4];
-      grid_words64<Offset>(xg + i - 32, r, r, m, m, ka, ka, u);  // the last 64 values: u[2], u[3] are the 32
-      near = _mm512_min_epi32(near, nearness(u[2], u[3], ka));
-      store32<Nibbles>(og + (i >> shift), narrow64(u[2], u[3], u[2], u[3], ka));
-    }
-    redo |= static_cast<unsigned>(_mm512_cmplt_epi32_mask(near, three) != 0) << g;
-  }
-  return redo;
-}
-
-// Group g of a batch that grid_batch returned, again by group_grid (out of line: rare).
-template <bool Nibbles, bool Offset>
-LOWBIT_TARGET_AVX512 LOWBIT_NOINLINE void regrid(const float* x, std::size_t len, const batch_grid& p, unsigned g,
-                                                 const grid_consts& kc, const group_fix& f, std::uint8_t* out) noexcept {
-  grid_consts k = kc;
+LOWBIT_AVX512_INLINE void grid_group(const float* x, std::size_t len, const batch_grid& p, unsigned g, grid_consts k,
+                                     std::uint8_t* out) {
   k.bias = _mm512_set1_epi32(p.bias[g]);
-  group_grid<Nibbles, Offset>(x, len, _mm512_set1_ps(p.r[g]), _mm512_set1_ps(p.m[g]), k, f, out);
+  group_grid<Nibbles, Offset>(x, len, _mm512_set1_ps(p.r[g]), _mm512_set1_ps(p.m[g]), k, p.fix(g), out);
 }
 
-// ------------------------------------------------------------------------------------------------
-// Quantization: avx2's quantize_symmetric_impl and quantize_affine_impl with the element passes
-// above (the AVX2 hot-case unrolls are not needed: one group is a loop of 32-value chunks).
+template <bool Nibbles, bool Offset>
+LOWBIT_AVX512_INLINE void grid_batch(const float* x, std::size_t len, const batch_grid& p, grid_consts ka,
+                                     std::uint8_t* out) {
+  constexpr std::size_t shift = Nibbles ? 1 : 0;  // output bytes = values >> shift
+  if (len == 64) {  // one group per 64 values, its near lanes fixed in place (grid64)
+    for (unsigned g = 0; g < 8; ++g) {
+      ka.bias = _mm512_set1_epi32(p.bias[g]);
+      const __m512 r = _mm512_set1_ps(p.r[g]), m = _mm512_set1_ps(p.m[g]);
+      grid64<Nibbles, Offset>(x + 64 * g, r, r, m, m, ka, ka, p.fix(g), p.fix(g), out + (64 * g >> shift));
+    }
+    return;
+  }
+  if (len != 32) {  // each group coded as the grid gives it, then again by group_grid if a lane came near
+    const __m512i none = _mm512_set1_epi32(0x7FFFFFFF);
+    for (unsigned g = 0; g < 8; ++g) {
+      const float* xg = x + g * len;
+      std::uint8_t* og = out + (g * len >> shift);
+      const __m512 r = _mm512_set1_ps(p.r[g]);
+      const __m512 m = _mm512_set1_ps(p.m[g]);
+      ka.bias = _mm512_set1_epi32(p.bias[g]);
+      __m512i near = none;
+      std::size_t i = 0;
+      for (; i + 64 <= len; i += 64) {
+        __m512i u[4];
+        grid_words64<Offset>(xg + i, r, r, m, m, ka, ka, u);
+        near = _mm512_min_epi32(near, _mm512_min_epi32(nearness(u[0], u[1], ka), nearness(u[2], u[3], ka)));
+        store64<Nibbles>(og + (i >> shift), narrow64(u[0], u[1], u[2], u[3], ka));
+      }
+      if (i < len) {  // 32 left: the last 64 values, of which u[2], u[3] are these
+        __m512i u[4];
+        grid_words64<Offset>(xg + i - 32, r, r, m, m, ka, ka, u);
+        near = _mm512_min_epi32(near, nearness(u[2], u[3], ka));
+        store32<Nibbles>(og + (i >> shift), narrow64(u[2], u[3], u[2], u[3], ka));
+      }
+      if (__builtin_expect(_mm512_cmplt_epi32_mask(near, _mm512_set1_epi32(3)) != 0, 0))
+        group_grid<Nibbles, Offset>(xg, len, r, m, ka, p.fix(g), og);
+    }
+    return;
+  }
+  grid_consts kb = ka;
+  for (unsigned g = 0; g < 8; g += 2) {  // two groups per 64 values
+    ka.bias = _mm512_set1_epi32(p.bias[g]);
+    kb.bias = _mm512_set1_epi32(p.bias[g + 1]);
+    grid64<Nibbles, Offset>(x + 32 * g, _mm512_set1_ps(p.r[g]), _mm512_set1_ps(p.r[g + 1]), _mm512_set1_ps(p.m[g]),
+                            _mm512_set1_ps(p.m[g + 1]), ka, kb, p.fix(g), p.fix(g + 1), out + (32 * g >> shift));
+  }
+}
+
+// One group of a batch by group_grid, out of line (for the general loop, whose calls clobber the
+// registers anyway).
+template <bool Nibbles, bool Offset>
+LOWBIT_TARGET_AVX512 LOWBIT_NOINLINE void grid_one(const float* x, std::size_t len, const batch_grid& p, unsigned g,
+                                                   const grid_consts& k, std::uint8_t* out) noexcept {
+  grid_group<Nibbles, Offset>(x, len, p, g, k, out);
+}
 
 // Whether a quantization asks for each batch's lines ahead: as on AVX2 (a2::prefetches_batches),
 // and here for groups of 32 too. With grid_batch the AVX-512 kernels outran the memory there: from
@@ -434,7 +443,9 @@ LOWBIT_TARGET_AVX512 inline std::size_t quantize_symmetric_impl(const int_symmet
   const __m256 divisor = _mm256_set1_ps(j.divisor);
   const bool grid = q.fast && len % 32 == 0;  // a nearest mode
   batch_grid bg;
+  bg.rm = j.rm;
   _mm256_store_ps(bg.m, _mm256_setzero_ps());
+  _mm256_store_si256(reinterpret_cast<__m256i*>(bg.zp), _mm256_set1_epi32(j.zero_point));
   _mm256_store_si256(reinterpret_cast<__m256i*>(bg.bias), grid_bias8(_mm256_set1_epi32(j.zero_point)));
   a2::sym_batch next = a2::symmetric_batch(j, first, last - first < 8 ? last - first : 8, divisor);
   const bool ahead = prefetches_batches(first, last, len);
@@ -444,20 +455,20 @@ LOWBIT_TARGET_AVX512 inline std::size_t quantize_symmetric_impl(const int_symmet
     const a2::sym_batch b = next;
     if (b.stop == 0 && g0 + 8 < last) next = a2::symmetric_batch(j, g0 + 8, last - g0 - 8 < 8 ? last - g0 - 8 : 8, divisor);
     const std::size_t done = b.stop != 0 ? a2::lowest_bit(b.stop) : m;
-    alignas(32) float sv[8];
-    float* const rv = bg.r;
-    _mm256_store_ps(sv, b.s);
-    _mm256_store_ps(rv, b.r);
+    const float* const sv = bg.s;
+    const float* const rv = bg.r;
+    _mm256_store_ps(bg.s, b.s);
+    _mm256_store_ps(bg.r, b.r);
     _mm256_mask_storeu_ps(j.scales + g0, static_cast<__mmask8>((1u << done) - 1u), b.s);
     const std::uint32_t tight = grid ? b.tight : 0u;
-    // The groups left to do one by one: all of them, or those grid_batch returned.
-    unsigned left = (1u << done) - 1u;
-    if (done == 8 && tight == 0xFFu) left = grid_batch<Nibbles, false>(j.x + g0 * len, len, bg, gk, codes_at<Nibbles>(j, g0));
-    for (; left != 0; left &= left - 1u) {
-      const unsigned k = a2::lowest_bit(left);
+    if (done == 8 && tight == 0xFFu) {
+      grid_batch<Nibbles, false>(j.x + g0 * len, len, bg, gk, codes_at<Nibbles>(j, g0));
+      continue;
+    }
+    for (unsigned k = 0; k < done; ++k) {
       const std::size_t g = g0 + k;
       if (((tight >> k) & 1u) != 0) {
-        regrid<Nibbles, false>(j.x + g * len, len, bg, k, gk, group_fix{sv[k], j.zero_point, 0.0f, j.rm}, codes_at<Nibbles>(j, g));
+        grid_one<Nibbles, false>(j.x + g * len, len, bg, k, gk, codes_at<Nibbles>(j, g));
       } else {
         a2::symmetric_group<Nibbles>(j, g, sv[k], rv[k], codes_at<Nibbles>(j, g));
       }
@@ -477,6 +488,7 @@ LOWBIT_TARGET_AVX512 inline std::size_t quantize_affine_impl(const int_affine_jo
   const bool grid = nearest && len % 32 == 0;
   const grid_consts gk = make_grid(0, j.code_max);
   batch_grid bg;
+  bg.rm = j.rm;
   const bool wide = wide_reduction(first, last, len);
   a2::aff_batch next = affine_batch(j, first, last - first < 8 ? last - first : 8, wide);
   const bool ahead = prefetches_batches(first, last, len);
@@ -486,35 +498,35 @@ LOWBIT_TARGET_AVX512 inline std::size_t quantize_affine_impl(const int_affine_jo
     const a2::aff_batch b = next;
     if (b.stop == 0 && g0 + 8 < last) next = affine_batch(j, g0 + 8, last - g0 - 8 < 8 ? last - g0 - 8 : 8, wide);
     const std::size_t done = b.stop != 0 ? a2::lowest_bit(b.stop) : m;
-    alignas(32) float sv[8];
-    alignas(32) std::int32_t zi[8];
-    float* const rv = bg.r;
-    float* const mv = bg.m;
-    _mm256_store_ps(sv, b.s);
-    _mm256_store_ps(rv, b.r);
-    _mm256_store_ps(mv, b.m);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(zi), b.zp);
+    const float* const sv = bg.s;
+    const float* const mv = bg.m;
+    const std::int32_t* const zi = bg.zp;
+    _mm256_store_ps(bg.s, b.s);
+    _mm256_store_ps(bg.r, b.r);
+    _mm256_store_ps(bg.m, b.m);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(bg.zp), b.zp);
     const __mmask8 stored = static_cast<__mmask8>((1u << done) - 1u);
     _mm256_mask_storeu_ps(j.scales + g0, stored, b.s);
     _mm256_mask_storeu_ps(j.zeros + g0, stored, b.z);
     const std::uint32_t tight = grid ? b.tight : 0u;
     _mm256_store_si256(reinterpret_cast<__m256i*>(bg.bias), grid_bias8(b.zp));
-    unsigned left = (1u << done) - 1u;  // as in quantize_symmetric_impl
     if (done == 8 && tight == 0xFFu) {
       const float* x = j.x + g0 * len;
-      left = j.offset ? grid_batch<Nibbles, true>(x, len, bg, gk, codes_at<Nibbles>(j, g0))
-                      : grid_batch<Nibbles, false>(x, len, bg, gk, codes_at<Nibbles>(j, g0));
+      if (j.offset) {
+        grid_batch<Nibbles, true>(x, len, bg, gk, codes_at<Nibbles>(j, g0));
+      } else {
+        grid_batch<Nibbles, false>(x, len, bg, gk, codes_at<Nibbles>(j, g0));
+      }
+      continue;
     }
-    for (; left != 0; left &= left - 1u) {
-      const unsigned k = a2::lowest_bit(left);
+    for (unsigned k = 0; k < done; ++k) {
       const std::size_t g = g0 + k;
-      const group_fix f{sv[k], zi[k], mv[k], j.rm};
       if (((tight >> k) & 1u) == 0) {
         a2::affine_group<Nibbles>(j, g, sv[k], zi[k], mv[k], codes_at<Nibbles>(j, g));
       } else if (j.offset) {
-        regrid<Nibbles, true>(j.x + g * len, len, bg, k, gk, f, codes_at<Nibbles>(j, g));
+        grid_one<Nibbles, true>(j.x + g * len, len, bg, k, gk, codes_at<Nibbles>(j, g));
       } else {
-        regrid<Nibbles, false>(j.x + g * len, len, bg, k, gk, f, codes_at<Nibbles>(j, g));
+        grid_one<Nibbles, false>(j.x + g * len, len, bg, k, gk, codes_at<Nibbles>(j, g));
       }
     }
     if (b.stop != 0) return g0 + done;
