@@ -10,7 +10,9 @@
 // One block of 16 is one zmm: a group of 16 blocks shares one transpose-max and one scale
 // computation, and a pair of blocks is one 32-value E2M1 encode. The quantizer is bound by the
 // divider (one vdivps zmm per block against two vdivps ymm on AVX2, the same divider time on
-// Intel cores), see docs/performance.md, "AVX-512 block formats".
+// Intel cores), see docs/performance.md, "AVX-512 block formats". (Not on Zen 5: there the same
+// quotients by x * (1/D) with a near-decision test ran at 0.81x of this; "Zen 5: the integer
+// quantizers again".)
 // With AVX512_BF16, dequantization into bfloat16 (planar) rounds each pair of blocks' 32
 // products once and looks the outputs up (nvfp4_decode32_bf16); vcvtne2ps2bf16 reads no MXCSR,
 // and the products it would round differently (subnormal, NaN, overflowing) take the F/BW path.
