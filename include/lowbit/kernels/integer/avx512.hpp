@@ -67,54 +67,15 @@ LOWBIT_AVX512_INLINE __mmask16 tail16(std::size_t n) { return static_cast<__mmas
 // The reductions of a batch. Symmetric: each group's largest |x| is the AVX2 code's
 // (a2::symmetric_batch): with 16 floats per load it measured 0.95-1.04x of it on Zen 5 and
 // 0.88-0.95x on Zen 4 (docs/performance.md, "Zen 5"). Affine: each group's min, max and NaN/Inf
-// with 16 floats per load, folded to one lane per group by reduce8x16, then the AVX2 code's
+// with 16 floats per load, each group's vector folded to 8 lanes, then the AVX2 code's
 // parameters (a2::affine_params): INT8 affine per token 9.2 -> 13.4 G elem/s in cache on Zen 5
 // (there the AVX2 reduction's three accumulators per 8 values cost most). Groups whose length is
 // not a multiple of 32, and long rows from DRAM (wide_reduction), take the AVX2 reduction whole
 // (a2::affine_batch).
 
-// Lane-wise operations of reduce8x16, on 16 lanes and (the last step) on 8.
-struct min_ps_z {
-  LOWBIT_AVX512_INLINE __m512i operator()(__m512i a, __m512i b) const {
-    return _mm512_castps_si512(_mm512_min_ps(_mm512_castsi512_ps(a), _mm512_castsi512_ps(b)));
-  }
-  LOWBIT_AVX512_INLINE __m256i operator()(__m256i a, __m256i b) const {
-    return _mm256_castps_si256(_mm256_min_ps(_mm256_castsi256_ps(a), _mm256_castsi256_ps(b)));
-  }
-};
-struct max_ps_z {
-  LOWBIT_AVX512_INLINE __m512i operator()(__m512i a, __m512i b) const {
-    return _mm512_castps_si512(_mm512_max_ps(_mm512_castsi512_ps(a), _mm512_castsi512_ps(b)));
-  }
-  LOWBIT_AVX512_INLINE __m256i operator()(__m256i a, __m256i b) const {
-    return _mm256_castps_si256(_mm256_max_ps(_mm256_castsi256_ps(a), _mm256_castsi256_ps(b)));
-  }
-};
-struct or_z {
-  LOWBIT_AVX512_INLINE __m512i operator()(__m512i a, __m512i b) const { return _mm512_or_si512(a, b); }
-  LOWBIT_AVX512_INLINE __m256i operator()(__m256i a, __m256i b) const { return _mm256_or_si256(a, b); }
-};
-
-// Lane k of the result = op folded over the 16 lanes of v[k] (avx2 reduce8 on zmm: after the
-// 32- and 64-bit interleaves each 128-bit lane holds groups 0..3 or 4..7, which two 128-bit
-// shuffles and a 256-bit fold bring together).
-template <class Op>
-LOWBIT_AVX512_INLINE __m256i reduce8x16(const __m512i v[8], Op op) {
-  const __m512i a = op(_mm512_unpacklo_epi32(v[0], v[1]), _mm512_unpackhi_epi32(v[0], v[1]));
-  const __m512i b = op(_mm512_unpacklo_epi32(v[2], v[3]), _mm512_unpackhi_epi32(v[2], v[3]));
-  const __m512i c = op(_mm512_unpacklo_epi32(v[4], v[5]), _mm512_unpackhi_epi32(v[4], v[5]));
-  const __m512i d = op(_mm512_unpacklo_epi32(v[6], v[7]), _mm512_unpackhi_epi32(v[6], v[7]));
-  const __m512i ab = op(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));  // groups 0..3 per lane
-  const __m512i cd = op(_mm512_unpacklo_epi64(c, d), _mm512_unpackhi_epi64(c, d));  // groups 4..7
-  // 128-bit lanes ab0|ab2|cd0|cd2 with ab1|ab3|cd1|cd3, then lanes 0, 2 with 1, 3.
-  const __m512i e = op(_mm512_shuffle_i32x4(ab, cd, 0x88), _mm512_shuffle_i32x4(ab, cd, 0xDD));
-  const __m512i f = _mm512_shuffle_i32x4(e, e, 0xD8);
-  return op(_mm512_castsi512_si256(f), _mm512_extracti64x4_epi64(f, 1));
-}
-
-// Lane-wise min, max and x * 0 summed (+-0, or NaN where the group holds NaN or Inf: a2's
-// lane_range) of a group of len values, len a multiple of 32.
-LOWBIT_AVX512_INLINE void lane_range(const float* x, std::size_t len, __m512i& mn, __m512i& mx, __m512i& nf) {
+// Lane-wise min, max and x * 0 summed (+-0, or NaN where the group holds NaN or Inf) of a group
+// of len values, len a multiple of 32, folded to 8 lanes: a2's lane_range with 16 floats per load.
+LOWBIT_AVX512_INLINE void lane_range(const float* x, std::size_t len, __m256i& mn, __m256i& mx, __m256i& nf) {
   const __m512 zero = _mm512_setzero_ps();
   const __m512 a = _mm512_loadu_ps(x), b = _mm512_loadu_ps(x + 16);
   __m512 mn0 = a, mx0 = a, nf0 = _mm512_mul_ps(a, zero);
@@ -128,9 +89,17 @@ LOWBIT_AVX512_INLINE void lane_range(const float* x, std::size_t len, __m512i& m
     mx1 = _mm512_max_ps(mx1, d);
     nf1 = _mm512_fmadd_ps(d, zero, nf1);
   }
-  mn = _mm512_castps_si512(_mm512_min_ps(mn0, mn1));
-  mx = _mm512_castps_si512(_mm512_max_ps(mx0, mx1));
-  nf = _mm512_castps_si512(_mm512_add_ps(nf0, nf1));
+  const __m512 lo = _mm512_min_ps(mn0, mn1), hi = _mm512_max_ps(mx0, mx1), f = _mm512_add_ps(nf0, nf1);
+  mn = _mm256_castps_si256(_mm256_min_ps(_mm512_castps512_ps256(lo), _mm512_extractf32x8_ps(lo, 1)));
+  mx = _mm256_castps_si256(_mm256_max_ps(_mm512_castps512_ps256(hi), _mm512_extractf32x8_ps(hi, 1)));
+  nf = _mm256_castps_si256(_mm256_add_ps(_mm512_castps512_ps256(f), _mm512_extractf32x8_ps(f, 1)));
+}
+
+// The batch's parameters from its groups' folded reductions (a2::affine_batch's last step).
+LOWBIT_AVX512_INLINE a2::aff_batch affine_params8(const int_affine_job& j, const __m256i mn[8], const __m256i mx[8],
+                                                  const __m256i nf[8], std::size_t m) {
+  return a2::affine_params(j, avx2::reduce8(mn, a2::min_ps_op{}), avx2::reduce8(mx, a2::max_ps_op{}),
+                           avx2::reduce8(nf, a2::or_op{}), m);
 }
 
 // Whether the affine reductions of groups [first, last) read 16 floats per load: groups of a
@@ -147,7 +116,7 @@ LOWBIT_AVX512_INLINE a2::aff_batch affine_batch(const int_affine_job& j, std::si
   const std::size_t len = j.group_length;
   if (!wide) return a2::affine_batch(j, g0, m);
   const float* x = j.x + g0 * len;
-  __m512i mn[8], mx[8], nf[8];
+  __m256i mn[8], mx[8], nf[8];
   if (m == 8) {  // written out: in a loop over k the arrays stayed in memory, and 64-byte stores
                  // forward slowly to the reduction's loads (seen on the symmetric twin: 0.9x)
     lane_range(x, len, mn[0], mx[0], nf[0]);
@@ -158,16 +127,16 @@ LOWBIT_AVX512_INLINE a2::aff_batch affine_batch(const int_affine_job& j, std::si
     lane_range(x + 5 * len, len, mn[5], mx[5], nf[5]);
     lane_range(x + 6 * len, len, mn[6], mx[6], nf[6]);
     lane_range(x + 7 * len, len, mn[7], mx[7], nf[7]);
-    return a2::affine_params(j, reduce8x16(mn, min_ps_z{}), reduce8x16(mx, max_ps_z{}), reduce8x16(nf, or_z{}), m);
+    return affine_params8(j, mn, mx, nf, m);
   }
   for (std::size_t k = 0; k < 8; ++k) {
     if (k < m) {
       lane_range(x + k * len, len, mn[k], mx[k], nf[k]);
     } else {
-      mn[k] = mx[k] = nf[k] = _mm512_setzero_si512();
+      mn[k] = mx[k] = nf[k] = _mm256_setzero_si256();
     }
   }
-  return a2::affine_params(j, reduce8x16(mn, min_ps_z{}), reduce8x16(mx, max_ps_z{}), reduce8x16(nf, or_z{}), m);
+  return affine_params8(j, mn, mx, nf, m);
 }
 
 // ------------------------------------------------------------------------------------------------
