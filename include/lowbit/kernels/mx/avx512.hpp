@@ -515,7 +515,11 @@ LOWBIT_TARGET_AVX512 inline bool mx_quantize_rm(const Src* src, std::size_t bloc
     } else {
       for (std::size_t j = 0; j < count; ++j) {
         if constexpr (fp4) {
-          mx_encode_block_fp4<RM, split>(xg + j * bs, out.element_ptr(g + j), bs, s_lane[j], guard, c);
+          // (OCP's block of 32 as a constant: one step per block, its constants set per group)
+          if (bs == 32)
+            mx_encode_block_fp4<RM, split>(xg + j * 32, out.element_ptr(g + j), 32, s_lane[j], guard, c);
+          else
+            mx_encode_block_fp4<RM, split>(xg + j * bs, out.element_ptr(g + j), bs, s_lane[j], guard, c);
         } else if constexpr (fp6) {
           mx_encode_block_fp6<Fmt, RM>(xg + j * bs, out.element_ptr(g + j), bs, s_lane[j], guard);
         } else {
