@@ -184,6 +184,14 @@ LOWBIT_TARGET_AVX512 inline bool nvfp4_quantize_rm(const Src* src, std::size_t b
       std::memcpy(out.scale_ptr(g), sc, count);
     }
     const bool all_usable = (cur.usable & live) == live;
+    if (count == 16 && all_usable) {  // the common group, as straight pairs
+      for (std::size_t k = 0; k < 16; k += 2) {
+        const __m512i w = nvfp4_encode32<RM, !Out::split>(load16(xg + 16 * k), load16(xg + 16 * k + 16),
+                                                          _mm512_set1_ps(d_lane[k]), _mm512_set1_ps(d_lane[k + 1]), guard, c);
+        nvfp4_store_pair<Out, 32>(out.element_ptr(g + k), w);
+      }
+      continue;
+    }
     for (std::size_t k = 0; k < count; k += 2) {
       const bool pair = count - k >= 2;
       const __m512i v0 = load16(xg + 16 * k);
