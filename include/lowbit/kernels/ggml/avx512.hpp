@@ -168,14 +168,18 @@ struct q8_0_kernel {
   }
 };
 
-// avx2.hpp's quantize_blocks over these kernels.
+// avx2.hpp's quantize_blocks over these kernels, with the next batch's scales computed before
+// this batch's codes, so that its reductions overlap the two divisions this batch waits for.
 template <class K>
 LOWBIT_TARGET_AVX512 inline errc quantize_blocks(const float* x, std::size_t blocks, typename K::block* y) noexcept {
+  if (blocks == 0) return errc::ok;
+  a2::batch8 batches[2];
+  K::batch(x, blocks < 8 ? blocks : 8, &batches[0]);
   for (std::size_t b0 = 0; b0 < blocks; b0 += 8) {
     const float* xb0 = x + b0 * 32;
-    a2::prefetch_group_after_next(xb0, b0, blocks);
-    a2::batch8 r;
-    K::batch(xb0, blocks - b0 < 8 ? blocks - b0 : 8, &r);
+    a2::prefetch_group_ahead(xb0, b0, blocks);
+    const a2::batch8& r = batches[(b0 / 8) % 2];
+    if (b0 + 8 < blocks) K::batch(xb0 + 256, blocks - b0 - 8 < 8 ? blocks - b0 - 8 : 8, &batches[(b0 / 8 + 1) % 2]);
     for (std::size_t k = 0; k < r.done; ++k) y[b0 + k].d = r.d[k];
     if (!K::batch_codes(xb0, r, y + b0))
       for (std::size_t k = 0; k < r.done; ++k) K::codes(xb0 + k * 32, r.id[k], y + b0 + k);
