@@ -491,12 +491,21 @@ LOWBIT_TARGET_AVX512 inline bool mx_quantize_rm(const Src* src, std::size_t bloc
   alignas(64) std::int32_t s_lane[16];
   alignas(64) std::int32_t s23_lane[16];  // s << 23 (mx_encode_run_direct; s_lane's top bits, kept
                                           // apart so that a vector takes it by a broadcast load)
+  if (blocks == 0) return false;
+  // Group g + 1's amax and scale codes before group g's elements, so that its reductions overlap
+  // them.
+  __m512i next_amax = reduce16_max(block_abs_max<Src>{src, bs}, blocks < 16 ? blocks : 16);
+  __m512i next_codes = e8m0_codes16<Fmt>(next_amax, rule);
   for (std::size_t g = 0; g < blocks; g += 16) {
     const std::size_t count = blocks - g < 16 ? blocks - g : 16;
     const Src* xg = src + g * bs;
     if (ahead && blocks - g >= 32) ::lowbit::kernels::avx2::prefetch_lines(xg + 16 * bs, 16 * bs * sizeof(Src));
-    const __m512i amax = reduce16_max(block_abs_max<Src>{xg, bs}, count);
-    const __m512i codes = e8m0_codes16<Fmt>(amax, rule);
+    const __m512i amax = next_amax;
+    const __m512i codes = next_codes;
+    if (g + 16 < blocks) {
+      next_amax = reduce16_max(block_abs_max<Src>{xg + 16 * bs, bs}, blocks - g - 16 < 16 ? blocks - g - 16 : 16);
+      next_codes = e8m0_codes16<Fmt>(next_amax, rule);
+    }
     if (!split && count == 16) {
       _mm_storeu_si128(reinterpret_cast<__m128i*>(out.scale_ptr(g)), _mm512_cvtepi32_epi8(codes));
     } else {
