@@ -567,6 +567,31 @@ LOWBIT_AVX2_INLINE void mx_encode_block(const Src* x, std::uint8_t* out, std::si
   for (; !Split && i < block_size; i += 8) store_codes8<bits>(out + i * bits / 8, mx_encode8<Fmt, RM>(load8(x + i), e, signed_zero));
 }
 
+// The amax of `count` (<= 8) blocks of bs values at xg as bit patterns, one block per lane (the
+// others 0).
+template <class Src>
+LOWBIT_AVX2_INLINE __m256i group_amax8(const Src* xg, std::size_t count, std::size_t bs) {
+  const __m256i abs_mask = set1(0x7FFFFFFF);
+  __m256i m[8];
+  for (std::size_t j = 0; j < 8; ++j) {
+    __m256i acc = _mm256_setzero_si256();
+    if (j < count) {
+      const Src* x = xg + j * bs;
+      std::size_t i = 0;
+      for (; i + 32 <= bs; i += 32) {
+        const __m256i m01 = _mm256_max_epi32(_mm256_and_si256(load8(x + i), abs_mask),
+                                             _mm256_and_si256(load8(x + i + 8), abs_mask));
+        const __m256i m23 = _mm256_max_epi32(_mm256_and_si256(load8(x + i + 16), abs_mask),
+                                             _mm256_and_si256(load8(x + i + 24), abs_mask));
+        acc = _mm256_max_epi32(acc, _mm256_max_epi32(m01, m23));
+      }
+      for (; i < bs; i += 8) acc = _mm256_max_epi32(acc, _mm256_and_si256(load8(x + i), abs_mask));
+    }
+    m[j] = acc;
+  }
+  return transpose_max8(m);
+}
+
 // Out: where block b goes (planar_layout or ggml_fp4_layout, kernels/mx/scalar.hpp).
 template <class Fmt, rounding RM, class Src, class Out>
 LOWBIT_TARGET_AVX2 inline bool mx_quantize_rm(const Src* src, std::size_t blocks, const ::lowbit::mx_options& o,
@@ -578,31 +603,22 @@ LOWBIT_TARGET_AVX2 inline bool mx_quantize_rm(const Src* src, std::size_t blocks
   const ::lowbit::e8m0_rule rule = o.scale_rule;
   const bool signed_zero = o.signed_zero;
   const std::size_t block_bytes = bs * bits / 8;
-  const __m256i abs_mask = set1(0x7FFFFFFF);
   const e2m1_consts c = make_e2m1_consts<RM>();
   bool non_finite = false;
+  if (blocks == 0) return false;
+  // Group g + 1's amax and scale codes before group g's elements, so that its reductions overlap
+  // them.
+  __m256i next_amax = group_amax8(src, blocks < 8 ? blocks : 8, bs);
+  __m256i next_codes = e8m0_codes<Fmt>(next_amax, rule);
   for (std::size_t g = 0; g < blocks; g += 8) {
     const std::size_t count = blocks - g < 8 ? blocks - g : 8;
     const Src* xg = src + g * bs;
-    __m256i m[8];
-    for (std::size_t j = 0; j < 8; ++j) {
-      __m256i acc = _mm256_setzero_si256();
-      if (j < count) {
-        const Src* x = xg + j * bs;
-        std::size_t i = 0;
-        for (; i + 32 <= bs; i += 32) {
-          const __m256i m01 = _mm256_max_epi32(_mm256_and_si256(load8(x + i), abs_mask),
-                                               _mm256_and_si256(load8(x + i + 8), abs_mask));
-          const __m256i m23 = _mm256_max_epi32(_mm256_and_si256(load8(x + i + 16), abs_mask),
-                                               _mm256_and_si256(load8(x + i + 24), abs_mask));
-          acc = _mm256_max_epi32(acc, _mm256_max_epi32(m01, m23));
-        }
-        for (; i < bs; i += 8) acc = _mm256_max_epi32(acc, _mm256_and_si256(load8(x + i), abs_mask));
-      }
-      m[j] = acc;
+    const __m256i amax = next_amax;
+    const __m256i codes = next_codes;
+    if (g + 8 < blocks) {
+      next_amax = group_amax8(xg + 8 * bs, blocks - g - 8 < 8 ? blocks - g - 8 : 8, bs);
+      next_codes = e8m0_codes<Fmt>(next_amax, rule);
     }
-    const __m256i amax = transpose_max8(m);
-    const __m256i codes = e8m0_codes<Fmt>(amax, rule);
     if (!split && count == 8) {
       const __m256i p = _mm256_packus_epi32(codes, codes);
       const __m256i b = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(p, p), _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4));
