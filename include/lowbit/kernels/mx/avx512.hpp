@@ -484,9 +484,9 @@ LOWBIT_TARGET_AVX512 inline bool mx_quantize_rm(const Src* src, std::size_t bloc
   const std::size_t block_bytes = bs * Fmt::element_bits / 8;
   const e2m1_consts16 c = make_e2m1_consts16<RM>();
   bool non_finite = false;
-  // From DRAM each batch asks for the next one's lines first (2.3-3.0 G elem/s without, 5.4-6.0
-  // with, blocks of 32; docs/performance.md, "Zen 5"), for batches of up to 4 KB (larger ones
-  // were not measured, and would crowd L1).
+  // From DRAM each batch asks for the lines of the batch after next first, one ahead of the next
+  // batch's amax below (2.3-3.0 G elem/s without, 5.4-6.0 with, blocks of 32; docs/performance.md,
+  // "Zen 5"), for batches of up to 4 KB (larger ones were not measured, and would crowd L1).
   const bool ahead = 16 * bs * sizeof(Src) <= 4096;
   alignas(64) std::int32_t s_lane[16];
   alignas(64) std::int32_t s23_lane[16];  // s << 23 (mx_encode_run_direct; s_lane's top bits, kept
@@ -499,7 +499,7 @@ LOWBIT_TARGET_AVX512 inline bool mx_quantize_rm(const Src* src, std::size_t bloc
   for (std::size_t g = 0; g < blocks; g += 16) {
     const std::size_t count = blocks - g < 16 ? blocks - g : 16;
     const Src* xg = src + g * bs;
-    if (ahead && blocks - g >= 32) ::lowbit::kernels::avx2::prefetch_lines(xg + 16 * bs, 16 * bs * sizeof(Src));
+    if (ahead && blocks - g >= 48) ::lowbit::kernels::avx2::prefetch_lines(xg + 32 * bs, 16 * bs * sizeof(Src));
     const __m512i amax = next_amax;
     const __m512i codes = next_codes;
     if (g + 16 < blocks) {
