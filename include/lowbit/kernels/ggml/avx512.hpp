@@ -168,8 +168,8 @@ struct q8_0_kernel {
   }
 };
 
-// avx2.hpp's quantize_blocks over these kernels, with the next batch's scales computed before
-// this batch's codes, so that its reductions overlap the two divisions this batch waits for.
+// avx2.hpp's quantize_blocks over these kernels (the next batch's scales before this batch's
+// codes, as there).
 template <class K>
 LOWBIT_TARGET_AVX512 inline errc quantize_blocks(const float* x, std::size_t blocks, typename K::block* y) noexcept {
   if (blocks == 0) return errc::ok;
