@@ -642,23 +642,34 @@ LOWBIT_BLOCK512_INLINE __m512i fp4_word_indices32(const std::uint8_t* in) {
   }
 }
 
+// MXFP4 blocks of bs values into float32: the codes as indices into the scale's row of table.
+template <bool Stream, bool Split, class In>
+LOWBIT_BLOCK512_INLINE void fp4_f32_blocks(const In in_layout, std::size_t blocks, std::size_t bs,
+                                           const fp4_f32_rows& table, float* dst) {
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const std::uint8_t* in = in_layout.element_ptr(b);
+    float* out = dst + b * bs;
+    const __m512i row = _mm512_load_si512(table.row[*in_layout.scale_ptr(b)]);
+    for (std::size_t i = 0; i < bs; i += 32) {
+      __m512i i0, i1;
+      fp4_indices32<Split>(in + i / 2, i0, i1);
+      store16<Stream>(out + i, _mm512_permutexvar_epi32(i0, row));
+      store16<Stream>(out + i + 16, _mm512_permutexvar_epi32(i1, row));
+    }
+  }
+}
+
 template <class Fmt, bool Stream, class Dst, class In>
 LOWBIT_TARGET_AVX512 inline void mx_dequantize_fp4(const In in_layout, std::size_t blocks, std::size_t bs, Dst* dst) {
   using F = typename mx_element_traits<Fmt>::spec;
   constexpr bool split = In::split;
   if constexpr (std::is_same<Dst, float>::value) {
     const fp4_f32_rows& table = fp4_f32_table<F>();
-    for (std::size_t b = 0; b < blocks; ++b) {
-      const std::uint8_t* in = in_layout.element_ptr(b);
-      float* out = dst + b * bs;
-      const __m512i row = _mm512_load_si512(table.row[*in_layout.scale_ptr(b)]);
-      for (std::size_t i = 0; i < bs; i += 32) {
-        __m512i i0, i1;
-        fp4_indices32<split>(in + i / 2, i0, i1);
-        store16<Stream>(out + i, _mm512_permutexvar_epi32(i0, row));
-        store16<Stream>(out + i + 16, _mm512_permutexvar_epi32(i1, row));
-      }
-    }
+    // (OCP's block of 32 as a constant: one step per block, without a loop of its own to count)
+    if (bs == 32)
+      fp4_f32_blocks<Stream, split>(in_layout, blocks, 32, table, dst);
+    else
+      fp4_f32_blocks<Stream, split>(in_layout, blocks, bs, table, dst);
   } else {
     static_assert(!Stream, "streaming stores are used for float outputs only");
     const word_rows& table = word_table<F, 16, true>();
@@ -846,6 +857,41 @@ struct mx_vbmi_codes {
   }
 };
 
+// One step of 64 codes from element i (32 when not whole), the first 32 under scale exponent sa,
+// the next 32 under sb.
+template <class Fmt, ::lowbit::kernels::avx512::detail::vbmi_index Mode, bool Stream, class Dst>
+LOWBIT_AVX512_VBMI_INLINE void mx_vbmi_step(const mx_vbmi_codes<Fmt, Dst>& codes,
+                                            const ::lowbit::kernels::avx512::detail::vbmi_registers& k, std::size_t i,
+                                            bool whole, int sa, int sb, Dst* dst) {
+  namespace cv = ::lowbit::kernels::avx512::detail;
+  __mmask64 live;
+  const __m512i c = codes(i, whole, &live);
+  if constexpr (std::is_same<Dst, float>::value) {
+    __m512i o0, o1, o2, o3;
+    cv::vbmi_decode64<Mode>(c, k, &o0, &o1, &o2, &o3);
+    const __m512 pa = _mm512_castsi512_ps(set1((sa + 127) << 23)), pb = _mm512_castsi512_ps(set1((sb + 127) << 23));
+    store16v<Stream>(dst + i, _mm512_mul_ps(_mm512_castsi512_ps(o0), pa));
+    store16v<Stream>(dst + i + 16, _mm512_mul_ps(_mm512_castsi512_ps(o1), pa));
+    if (whole) {
+      store16v<Stream>(dst + i + 32, _mm512_mul_ps(_mm512_castsi512_ps(o2), pb));
+      store16v<Stream>(dst + i + 48, _mm512_mul_ps(_mm512_castsi512_ps(o3), pb));
+    }
+  } else {
+    __m512i l, h;
+    cv::vbmi_lookup<Mode>(c, k, &l, &h);
+    __m512i w0 = _mm512_unpacklo_epi8(l, h), w1 = _mm512_unpackhi_epi8(l, h);
+    __mmask32 live0 = static_cast<__mmask32>(live), live1 = static_cast<__mmask32>(live >> 32);
+    if constexpr (Fmt::element_bits == 6) {
+      live0 = _mm512_test_epi16_mask(w0, _mm512_set1_epi16(0x7FFF));
+      live1 = _mm512_test_epi16_mask(w1, _mm512_set1_epi16(0x7FFF));
+    }
+    _mm512_storeu_si512(dst + i, _mm512_mask_add_epi16(w0, live0, w0, _mm512_set1_epi16(static_cast<short>(sa * 128))));
+    if (whole)
+      _mm512_storeu_si512(dst + i + 32,
+                          _mm512_mask_add_epi16(w1, live1, w1, _mm512_set1_epi16(static_cast<short>(sb * 128))));
+  }
+}
+
 // Returns whether a block lies outside the fast range (its results are not written yet).
 template <class Fmt, ::lowbit::kernels::avx512::detail::vbmi_index Mode, bool Stream, class Dst>
 LOWBIT_TARGET_AVX512_VBMI inline bool mx_dequantize_vbmi(const std::uint8_t* elements, const std::uint8_t* scales,
@@ -855,11 +901,22 @@ LOWBIT_TARGET_AVX512_VBMI inline bool mx_dequantize_vbmi(const std::uint8_t* ele
   namespace cv = ::lowbit::kernels::avx512::detail;
   const cv::vbmi_registers k = cv::vbmi_load(t);
   const mx_vbmi_codes<Fmt, Dst> codes{elements};
+  const auto outside_range = [](int sa, int sb) {
+    return !mx_fast_range<Fmt>::holds(sa) || !mx_fast_range<Fmt>::holds(sb);
+  };
   bool outside = false;
-  // The block of each 32 codes, counted (a division per step by the run-time block size cost a
-  // quarter of the time).
+  std::size_t i = 0;
+  if (bs == 32) {  // OCP's blocks: the step's scales are those of blocks i / 32 and i / 32 + 1
+    for (; i + 64 <= n; i += 64) {
+      const int sa = static_cast<int>(scales[i / 32]) - 127, sb = static_cast<int>(scales[i / 32 + 1]) - 127;
+      outside = outside || outside_range(sa, sb);
+      mx_vbmi_step<Fmt, Mode, Stream>(codes, k, i, true, sa, sb, dst);
+    }
+  }
+  // Otherwise the block of each 32 codes, counted (a division per step by the run-time block size
+  // cost a quarter of the time).
   const std::size_t halves = bs / 32;
-  std::size_t block = 0, half = 0;
+  std::size_t block = i / bs, half = 0;
   const auto next_scale = [&]() -> int {
     const int e = static_cast<int>(scales[block]) - 127;
     if (++half == halves) {
@@ -868,37 +925,12 @@ LOWBIT_TARGET_AVX512_VBMI inline bool mx_dequantize_vbmi(const std::uint8_t* ele
     }
     return e;
   };
-  for (std::size_t i = 0; i < n; i += 64) {  // n: a multiple of 32
+  for (; i < n; i += 64) {  // n: a multiple of 32
     const bool whole = i + 64 <= n;
     const int sa = next_scale();
     const int sb = whole ? next_scale() : sa;
-    outside = outside || !mx_fast_range<Fmt>::holds(sa) || !mx_fast_range<Fmt>::holds(sb);
-    __mmask64 live;
-    const __m512i c = codes(i, whole, &live);
-    if constexpr (std::is_same<Dst, float>::value) {
-      __m512i o0, o1, o2, o3;
-      cv::vbmi_decode64<Mode>(c, k, &o0, &o1, &o2, &o3);
-      const __m512 pa = _mm512_castsi512_ps(set1((sa + 127) << 23)), pb = _mm512_castsi512_ps(set1((sb + 127) << 23));
-      store16v<Stream>(dst + i, _mm512_mul_ps(_mm512_castsi512_ps(o0), pa));
-      store16v<Stream>(dst + i + 16, _mm512_mul_ps(_mm512_castsi512_ps(o1), pa));
-      if (whole) {
-        store16v<Stream>(dst + i + 32, _mm512_mul_ps(_mm512_castsi512_ps(o2), pb));
-        store16v<Stream>(dst + i + 48, _mm512_mul_ps(_mm512_castsi512_ps(o3), pb));
-      }
-    } else {
-      __m512i l, h;
-      cv::vbmi_lookup<Mode>(c, k, &l, &h);
-      __m512i w0 = _mm512_unpacklo_epi8(l, h), w1 = _mm512_unpackhi_epi8(l, h);
-      __mmask32 live0 = static_cast<__mmask32>(live), live1 = static_cast<__mmask32>(live >> 32);
-      if constexpr (Fmt::element_bits == 6) {
-        live0 = _mm512_test_epi16_mask(w0, _mm512_set1_epi16(0x7FFF));
-        live1 = _mm512_test_epi16_mask(w1, _mm512_set1_epi16(0x7FFF));
-      }
-      _mm512_storeu_si512(dst + i, _mm512_mask_add_epi16(w0, live0, w0, _mm512_set1_epi16(static_cast<short>(sa * 128))));
-      if (whole)
-        _mm512_storeu_si512(dst + i + 32,
-                            _mm512_mask_add_epi16(w1, live1, w1, _mm512_set1_epi16(static_cast<short>(sb * 128))));
-    }
+    outside = outside || outside_range(sa, sb);
+    mx_vbmi_step<Fmt, Mode, Stream>(codes, k, i, whole, sa, sb, dst);
   }
   return outside;
 }
