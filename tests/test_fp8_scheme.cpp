@@ -851,9 +851,59 @@ TEST(Fp8Scale, Rules) {
   EXPECT_EQ(lb::fp8_scale_from_amax<lb::float8_e4m3fn>(1e12f, o).status.code(), errc::scale_overflow);
   EXPECT_EQ(lb::fp8_scale_from_amax<lb::float8_e4m3fn>(1e-10f, o).value,
             static_cast<float>(static_cast<double>(1e-10f) * static_cast<double>(1e30f) / 448.0));
+  // The edge of float32: with headroom 448 * 2^100 the quotient is amax * 2^100 exactly; FLT_MAX
+  // itself is a scale, 2^128 is not.
+  o.headroom = 0x1.cp+108f;
+  EXPECT_EQ(lb::fp8_scale_from_amax<lb::float8_e4m3fn>(0x1.fffffep+27f, o).value, std::numeric_limits<float>::max());
+  EXPECT_EQ(lb::fp8_scale_from_amax<lb::float8_e4m3fn>(0x1p+28f, o).status.code(), errc::scale_overflow);
   EXPECT_EQ(lb::fp8_scale_from_amax<lb::float8_e4m3fn>(nan_f, {}).status.code(), errc::non_finite_input);
   EXPECT_EQ(lb::fp8_scale_from_amax<lb::float8_e4m3fn>(inf_f, {}).status.code(), errc::non_finite_input);
   EXPECT_EQ(lb::fp8_scale_from_amax<lb::float8_e4m3fn>(-1.0f, {}).status.code(), errc::bad_argument);
+}
+
+// fp8_quantize computes a chunk's scales apart from fp8_scale_from_amax (all of them first, with
+// fp32 scales): every block's scale is still the one the rules above give, in every storage
+// format, and the first block without one stops the call with its error, the blocks before it
+// written and the ones after it not.
+TEST(Fp8Scale, BulkScalesAreTheRulesScales) {
+  const float amaxes[] = {0.0f,  1e-40f, 0x1p-118f, 0x1.8p-117f, 12.0f, 448.0f,
+                          449.0f, 1e-10f, 3.0e5f,    1e8f,        0x1.fffffep+27f, 1e12f};
+  constexpr std::size_t nb = sizeof(amaxes) / sizeof(amaxes[0]);
+  std::vector<float> x(nb * 32);
+  for (std::size_t j = 0; j < nb; ++j)
+    for (std::size_t i = 0; i < 32; ++i) x[j * 32 + i] = amaxes[j] * (i % 2 == 0 ? -1.0f : 0.25f);
+  std::vector<fp8_options> cases(7, lb::fp8_presets::blockwise(1, 32));
+  cases[1].min_amax = 1e-3f;
+  cases[2].headroom = 1e30f;  // 1e12 * 1e30 / 448 is beyond float32: scale_overflow at the last block
+  cases[3].scale_format = lb::scale_storage::fp16;  // 1e8 / 448 is beyond float16
+  cases[4].scale_format = lb::scale_storage::bf16;
+  cases[5].power_of_two_scales = true;
+  cases[6].headroom = 0x1.cp+108f;  // 448 * 2^100: 0x1.fffffep+27 gives FLT_MAX exactly, 1e12 overflows
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    const fp8_options& o = cases[c];
+    std::vector<lb::float8_e4m3fn> q(x.size());
+    std::vector<float> s(nb + 1, -1.0f);  // one more: nothing written past the blocks
+    const lb::status st = lb::fp8_quantize(x.data(), 1, x.size(), o, q.data(), s.data());
+    std::size_t j = 0;
+    for (; j < nb; ++j) {
+      const lb::result<float> want = lb::fp8_scale_from_amax<lb::float8_e4m3fn>(amaxes[j], o);
+      if (!want.ok()) {
+        EXPECT_EQ(st.code(), want.status.code()) << j;
+        break;
+      }
+      EXPECT_EQ(s[j], want.value) << j << " " << amaxes[j];
+    }
+    EXPECT_EQ(j < nb, !st.ok());
+    EXPECT_EQ(j < nb, c == 2 || c == 3 || c == 6) << c;  // those stop: at 1e12, 1e8 and 1e12
+    for (std::size_t k = j; k <= nb; ++k) EXPECT_EQ(s[k], -1.0f) << k;
+  }
+  // NaN and Inf stop the fast path as they stop the others.
+  x[3 * 32 + 5] = nan_f;
+  std::vector<lb::float8_e4m3fn> q(x.size());
+  std::vector<float> s(nb, -1.0f);
+  EXPECT_EQ(lb::fp8_quantize(x.data(), 1, x.size(), cases[0], q.data(), s.data()).code(), errc::non_finite_input);
+  EXPECT_NE(s[2], -1.0f);
+  EXPECT_EQ(s[3], -1.0f);
 }
 
 // The two ways of applying a scale differ where the quotient's last bit decides a rounding; each
