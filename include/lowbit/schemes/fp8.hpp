@@ -246,12 +246,17 @@ inline std::size_t fp8_good_scales(const float* s, std::size_t nb, const fp8_opt
   return i;
 }
 
-// fp8_scale's quotient: amax (raised to o.min_amax) times the headroom over T's largest value,
-// in double (the product of two floats is exact in double; the quotient rounds once).
+// amax raised to o.min_amax: the magnitude a block's scale is computed from (0: a block of zeros,
+// whose scale is 1).
+inline float fp8_raised_amax(float amax, const fp8_options& o) noexcept {
+  return amax > o.min_amax ? amax : o.min_amax;
+}
+
+// fp8_scale's quotient: the raised amax times the headroom over T's largest value, in double (the
+// product of two floats is exact in double; the quotient rounds once).
 template <class T>
 inline double fp8_quotient(float amax, const fp8_options& o) noexcept {
-  const double a = amax > o.min_amax ? amax : o.min_amax;
-  return a * static_cast<double>(o.headroom) / fp8_max<T>();
+  return static_cast<double>(fp8_raised_amax(amax, o)) * static_cast<double>(o.headroom) / fp8_max<T>();
 }
 
 // q as an fp32 scale: from the midpoint of FLT_MAX and 2^128 on, Inf (the conversion of a double
@@ -264,7 +269,7 @@ inline float fp8_fp32_scale(double q) noexcept {
 template <class T>
 inline result<float> fp8_scale(float amax, const fp8_options& o) noexcept {
   result<float> r;
-  if ((amax > o.min_amax ? amax : o.min_amax) == 0.0f) {
+  if (fp8_raised_amax(amax, o) == 0.0f) {
     r.value = 1.0f;
     return r;
   }
@@ -305,7 +310,7 @@ inline std::size_t fp8_chunk_scales(const std::uint32_t* amax, std::size_t nb, c
     for (std::size_t j = 0; j < nb; ++j) {  // (NaN and Inf amax give some value, not kept)
       const float x = lowbit::detail::bit_cast<float>(amax[j]);
       const float v = fp8_fp32_scale(fp8_quotient<T>(x, o));
-      s[j] = (x > o.min_amax ? x : o.min_amax) == 0.0f ? 1.0f : v < least ? least : v;
+      s[j] = fp8_raised_amax(x, o) == 0.0f ? 1.0f : v < least ? least : v;
     }
     while (good < nb && amax[good] < 0x7F800000u && s[good] <= std::numeric_limits<float>::max()) ++good;
     if (good < nb) *error = amax[good] >= 0x7F800000u ? errc::non_finite_input : errc::scale_overflow;
