@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <iterator>
 #include <limits>
 #include <random>
@@ -659,6 +660,34 @@ TEST(Fp8Reference, LargeDequantizationStreams) {
       }
       EXPECT_EQ(buffer[0], 0.0f);
       EXPECT_EQ(buffer[rows * cols + 1], 0.0f);
+    }
+  }
+}
+
+// Quantizations whose source and codes come to 16 MiB and more stream their codes out with
+// non-temporal stores, and their runs longer than the encoders' prefetch distance ask for the
+// next run's lines (the next row here, past the last row at the end): rows of one run (per
+// token; 1 x 128 with a scale per step), of runs per block (1 x 100), into codes that start one
+// byte past an aligned address.
+TEST(Fp8Reference, LargeQuantizationStreams) {
+  const std::size_t rows = 1025, cols = 3328;  // 3.4 M values: 17 MB of source and codes
+  const std::vector<float> x = mixed_matrix(rows, cols, 15);
+  for (const fp8_options& o : {lb::fp8_presets::per_token(), lb::fp8_presets::deepseek_v3_activations(),
+                               lb::fp8_presets::blockwise(1, 100)}) {
+    const reference_result<lb::float8_e4m3fn> want = reference_quantize<lb::float8_e4m3fn>(x, rows, cols, o);
+    for (lb::isa path : paths()) {
+      const lb::scoped_isa use(path);
+      std::vector<lb::float8_e4m3fn> buffer(rows * cols + 2);
+      lb::float8_e4m3fn* q = buffer.data() + 1;
+      std::vector<float> s(want.scales.size());
+      ASSERT_TRUE(lb::fp8_quantize(x.data(), rows, cols, o, q, s.data()).ok());
+      EXPECT_EQ(bits_of(s), bits_of(want.scales)) << lb::isa_name(path);
+      EXPECT_EQ(std::memcmp(q, want.q.data(), rows * cols), 0) << lb::isa_name(path) << " " << o.block_cols;
+      std::fill(buffer.begin(), buffer.end(), lb::float8_e4m3fn::from_bits(0x55));
+      ASSERT_TRUE(lb::fp8_quantize_fixed(x.data(), s.data(), rows, cols, o, q).ok());
+      EXPECT_EQ(std::memcmp(q, want.q.data(), rows * cols), 0) << lb::isa_name(path) << " " << o.block_cols;
+      EXPECT_EQ(buffer[0].bits(), 0x55);
+      EXPECT_EQ(buffer[rows * cols + 1].bits(), 0x55);
     }
   }
 }

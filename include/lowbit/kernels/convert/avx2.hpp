@@ -936,10 +936,16 @@ inline std::size_t first_aligned_element(const void* dst, std::size_t n, std::si
 // The element from which an encoding of n elements into dst streams, or n when the call moves
 // fewer than stream_threshold_bytes (source and output together: beyond that the output cannot
 // stay in the caches anyway).
+// granule: the element offsets a step may start at, the layout's (a whole byte of nibbles or
+// sextets) or a multiple of it.
+template <layout L>
+constexpr std::size_t layout_granule() noexcept {
+  return L == layout::nibbles ? 2 : L == layout::sextets ? 4 : 1;
+}
 template <layout L, class From>
-inline std::size_t encode_stream_start(const std::uint8_t* dst, std::size_t n) noexcept {
+inline std::size_t encode_stream_start(const std::uint8_t* dst, std::size_t n,
+                                       std::size_t granule = layout_granule<L>()) noexcept {
   if (layout_bytes<L>(n) + n * sizeof(From) < stream_threshold_bytes) return n;
-  constexpr std::size_t granule = L == layout::nibbles ? 2 : L == layout::sextets ? 4 : 1;
   return first_aligned_element(dst, n, granule, layout_bytes<L>);
 }
 
@@ -958,16 +964,29 @@ constexpr bool stream_requested(const Reader&, long) noexcept {
   return false;
 }
 
+// The element offsets a caller's reader lets a step start at (a member `granule()`: a reader
+// whose blocks of 32 carry their own scales, which a step straddling two blocks, or the
+// zero-padded copy of a step cut short, would not find), else every element: where streaming
+// may start.
+template <class Reader>
+inline auto reader_granule(const Reader& r, int) noexcept -> decltype(static_cast<std::size_t>(r.granule())) {
+  return r.granule();
+}
+template <class Reader>
+inline std::size_t reader_granule(const Reader&, long) noexcept {
+  return 1;
+}
+
 template <class F, rounding RM, bool General, layout L, class Reader, class From>
 LOWBIT_TARGET_AVX2 void encode_loop(const Reader& read, const From* src, std::uint8_t* dst, std::size_t n,
                                     const encode_setup& setup, const std::uint32_t* random_bits) noexcept {
   const encode_vectors v = broadcast(setup);
   // Streaming for the blocks only: the general (per-lane) variant is rare enough not to double.
   if constexpr (!General) {
-    const std::size_t m = stream_requested(read, 0)
-                              ? first_aligned_element(dst, n, L == layout::nibbles ? 2 : L == layout::sextets ? 4 : 1,
-                                                      layout_bytes<L>)
-                              : encode_stream_start<L, From>(dst, n);
+    const std::size_t by_reader = reader_granule(read, 0);
+    const std::size_t granule = by_reader > layout_granule<L>() ? by_reader : layout_granule<L>();
+    const std::size_t m = stream_requested(read, 0) ? first_aligned_element(dst, n, granule, layout_bytes<L>)
+                                                    : encode_stream_start<L, From>(dst, n, granule);
     if (m < n) {
       encode_range<F, RM, General, L, false>(read, v, src, dst, m, random_bits);
       encode_range<F, RM, General, L, true>(read, v, src + m, dst + layout_bytes<L>(m), n - m,

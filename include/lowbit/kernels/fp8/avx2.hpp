@@ -109,8 +109,10 @@ enum class scaling : std::uint8_t { reciprocal, divide, exact_divider };
 // encoder's instantiations few. The scale of the 32 values at p: one for the whole run, or
 // (indexed) scales[(p - base) >> shift] for runs cut into blocks of 2^shift elements (2^shift a
 // multiple of 32, the run a multiple of 32 long, so the encoder's zero-padded tail copy never
-// reaches an indexed reader). Written out without loops: GCC -O2 keeps a loop's vector array in
-// memory.
+// reaches an indexed reader; nor does a streaming call's head, which granule() keeps to whole
+// steps: until it did, an output not 32-byte aligned sent the head's copy to this reader, which
+// read a scale at an index taken from a stack address). Written out without loops: GCC -O2
+// keeps a loop's vector array in memory.
 template <class From, int M, bool Divide>
 struct scaled_reader {
   bool always_divide;  // exact_divider
@@ -121,6 +123,10 @@ struct scaled_reader {
   const float* scales;
   const float* reciprocals;
   __m256 s, r;  // the single scale and its reciprocal (not indexed)
+
+  // Indexed: streaming starts at a whole step of 32 (convert/avx2.hpp, reader_granule), or not at
+  // all where the output has no 32-byte aligned step.
+  std::size_t granule() const noexcept { return indexed ? 32 : 1; }
 
   LOWBIT_AVX2_INLINE void operator()(const From* p, __m256i out[4]) const {
     const std::size_t j = indexed ? static_cast<std::size_t>(p - base) >> shift : 0;
@@ -394,10 +400,10 @@ LOWBIT_AVX2_INLINE void quantize_runs(scaling how, const From* x, std::size_t ld
     }
     read.indexed = false;
     for (std::size_t c = 0, j = 0; c < cols; c += block_cols, ++j) {
+      const std::size_t n = cols - c < block_cols ? cols - c : block_cols;
       read.s = _mm256_set1_ps(scales[j]);
       read.r = _mm256_set1_ps(reciprocals[j]);
-      encode_run(read, x + at + c, cols - c < block_cols ? cols - c : block_cols, p,
-                 rb != nullptr ? rb + c : nullptr, q + at + c);
+      encode_run(read, x + at + c, n, p, rb != nullptr ? rb + c : nullptr, q + at + c);
     }
   }
 }
