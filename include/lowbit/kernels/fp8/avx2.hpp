@@ -104,6 +104,24 @@ LOWBIT_AVX2_INLINE bool near_decision(__m256i q0, __m256i q1, __m256i q2, __m256
 
 enum class scaling : std::uint8_t { reciprocal, divide, exact_divider };
 
+// From DRAM (stream), a run longer than the encoders' prefetch distance also asks for the lines
+// one run ahead (at most next_run_cap_bytes ahead), into L2. For the dynamic quantizer's chunks
+// of one row (per token, 1 x 128) that is the next chunk, whose amax pass then reads it from
+// cache instead of DRAM; for the rows of taller blocks the next row; for a tensor walked as one
+// run (per tensor) a longer distance than the encoders' own, which the AVX-512 kernel then
+// leaves out. next_run_distance: that distance in elements, 0 for none. docs/performance.md,
+// "Zen 5: the FP8 quantizers from DRAM".
+inline constexpr std::size_t next_run_cap_bytes = std::size_t{64} << 10;
+template <class From>
+constexpr std::size_t next_run_distance(std::size_t n, bool stream) noexcept {
+  constexpr std::size_t ahead = LOWBIT_PREFETCH_BYTES / sizeof(From), cap = next_run_cap_bytes / sizeof(From);
+  return stream && n > ahead ? (n < cap ? n : cap) : 0;
+}
+// The lines of `bytes` (a multiple of 64) at p into L2.
+LOWBIT_AVX2_INLINE void prefetch_l2(const void* p, std::size_t bytes) {
+  for (std::size_t b = 0; b < bytes; b += 64) _mm_prefetch(static_cast<const char*>(p) + b, _MM_HINT_T1);
+}
+
 // The reader of one run. Divide is x / s (exactly: exact_divider always divides, divide only
 // where near_decision says so), else x * r; two reader types per format and source keep the
 // encoder's instantiations few. The scale of the 32 values at p: one for the whole run, or
@@ -122,13 +140,15 @@ struct scaled_reader {
   const From* base;
   const float* scales;
   const float* reciprocals;
-  __m256 s, r;  // the single scale and its reciprocal (not indexed)
+  __m256 s, r;       // the single scale and its reciprocal (not indexed)
+  std::size_t next;  // next_run_distance of the run (0: none)
 
   // Indexed: streaming starts at a whole step of 32 (convert/avx2.hpp, reader_granule), or not at
   // all where the output has no 32-byte aligned step.
   std::size_t granule() const noexcept { return indexed ? 32 : 1; }
 
   LOWBIT_AVX2_INLINE void operator()(const From* p, __m256i out[4]) const {
+    if (next != 0) prefetch_l2(p + next, 32 * sizeof(From));
     const std::size_t j = indexed ? static_cast<std::size_t>(p - base) >> shift : 0;
     const __m256 x0 = _mm256_castsi256_ps(load8(p)), x1 = _mm256_castsi256_ps(load8(p + 8));
     const __m256 x2 = _mm256_castsi256_ps(load8(p + 16)), x3 = _mm256_castsi256_ps(load8(p + 24));
@@ -388,13 +408,14 @@ LOWBIT_AVX2_INLINE void quantize_runs(scaling how, const From* x, std::size_t ld
                                       bool stream) {
   constexpr int M = T::format::mantissa_bits;
   scaled_reader<From, M, Divide> read{how == scaling::exact_divider, false, stream, shift, nullptr, scales,
-                                      reciprocals, _mm256_setzero_ps(), _mm256_setzero_ps()};
+                                      reciprocals, _mm256_setzero_ps(), _mm256_setzero_ps(), 0};
   for (std::size_t r = 0; r < rows; ++r) {
     const std::size_t at = r * ld;
     const std::uint32_t* rb = random_bits != nullptr ? random_bits + at : nullptr;
     if (how != scaling::exact_divider && shift != 0) {
       read.indexed = true;
       read.base = x + at;
+      read.next = next_run_distance<From>(cols, stream);
       encode_run(read, x + at, cols, p, rb, q + at);
       continue;
     }
@@ -403,6 +424,7 @@ LOWBIT_AVX2_INLINE void quantize_runs(scaling how, const From* x, std::size_t ld
       const std::size_t n = cols - c < block_cols ? cols - c : block_cols;
       read.s = _mm256_set1_ps(scales[j]);
       read.r = _mm256_set1_ps(reciprocals[j]);
+      read.next = next_run_distance<From>(n, stream);
       encode_run(read, x + at + c, n, p, rb != nullptr ? rb + c : nullptr, q + at + c);
     }
   }
