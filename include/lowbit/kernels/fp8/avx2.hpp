@@ -117,10 +117,6 @@ constexpr std::size_t next_run_distance(std::size_t n, bool stream) noexcept {
   constexpr std::size_t ahead = LOWBIT_PREFETCH_BYTES / sizeof(From), cap = next_run_cap_bytes / sizeof(From);
   return stream && n > ahead ? (n < cap ? n : cap) : 0;
 }
-// The lines of `bytes` (a multiple of 64) at p into L2.
-LOWBIT_AVX2_INLINE void prefetch_l2(const void* p, std::size_t bytes) {
-  for (std::size_t b = 0; b < bytes; b += 64) _mm_prefetch(static_cast<const char*>(p) + b, _MM_HINT_T1);
-}
 
 // The reader of one run. Divide is x / s (exactly: exact_divider always divides, divide only
 // where near_decision says so), else x * r; two reader types per format and source keep the
@@ -148,7 +144,7 @@ struct scaled_reader {
   std::size_t granule() const noexcept { return indexed ? 32 : 1; }
 
   LOWBIT_AVX2_INLINE void operator()(const From* p, __m256i out[4]) const {
-    if (next != 0) prefetch_l2(p + next, 32 * sizeof(From));
+    if (next != 0) avx2::prefetch_lines_l2(p + next, 32 * sizeof(From));
     const std::size_t j = indexed ? static_cast<std::size_t>(p - base) >> shift : 0;
     const __m256 x0 = _mm256_castsi256_ps(load8(p)), x1 = _mm256_castsi256_ps(load8(p + 8));
     const __m256 x2 = _mm256_castsi256_ps(load8(p + 16)), x3 = _mm256_castsi256_ps(load8(p + 24));

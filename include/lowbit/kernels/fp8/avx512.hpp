@@ -156,7 +156,7 @@ LOWBIT_AVX512_INLINE void quantize_run(const From* x, std::size_t n, const float
       s = _mm512_set1_ps(scales[j]);
       r = _mm512_set1_ps(reciprocals[j]);
     }
-    if (i + 64 <= prefetch_end) fp8_avx2::detail::prefetch_l2(x + i + distance, 64 * sizeof(From));
+    if (i + 64 <= prefetch_end) avx2::prefetch_lines_l2(x + i + distance, 64 * sizeof(From));
     if (RM == rounding::stochastic && rb != nullptr && i + ahead + 64 <= n)
       for (std::size_t b = 0; b < 64 * sizeof(std::uint32_t); b += 64)
         _mm_prefetch(reinterpret_cast<const char*>(rb + i + ahead) + b, _MM_HINT_T0);
