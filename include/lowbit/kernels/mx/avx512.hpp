@@ -203,6 +203,17 @@ LOWBIT_BLOCK512_INLINE e2m1_consts16 make_e2m1_consts16() {
   return c;
 }
 
+// The constants with their values hidden from the compiler by an empty asm, for a loop that it
+// would otherwise make set them again on every iteration: in NVFP4's pair loop, beside its group
+// code, GCC -O2 rebuilt eight16 (mov + vpbroadcastw) and the blend mask per 32 values.
+LOWBIT_BLOCK512_INLINE e2m1_consts16 pinned(e2m1_consts16 c) {
+#if defined(__GNUC__) || defined(__clang__)
+  __asm__("" : "+v"(c.low16), "+v"(c.bit16), "+v"(c.key16), "+v"(c.one16), "+v"(c.two16), "+v"(c.seven16),
+          "+v"(c.eight16), "+v"(c.sub_lo), "+v"(c.sub_hi), "+v"(c.bias));
+#endif
+  return c;
+}
+
 // The high 16-bit halves of 32 values in planar or pair order (vpackssdw of the arithmetic
 // shifts keeps each half's bits exactly).
 template <bool Planar>

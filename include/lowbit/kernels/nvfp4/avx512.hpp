@@ -155,7 +155,7 @@ LOWBIT_BLOCK512_INLINE void nvfp4_store_pair(std::uint8_t* dst, __m512i w) {
 template <rounding RM, class Src, class Out>
 LOWBIT_TARGET_AVX512 inline bool nvfp4_quantize_rm(const Src* src, std::size_t blocks, const Out out,
                                                    const ::lowbit::nvfp4_options& o) {
-  const e2m1_consts16 c = make_e2m1_consts16<RM>();
+  const e2m1_consts16 c = pinned(make_e2m1_consts16<RM>());
   const float six_t = 6.0f * o.tensor_scale;  // the reference's (6.0f * t.value)
   const bool signed_zero = o.signed_zero;
   const __m512i guard = zero_guard(signed_zero);
