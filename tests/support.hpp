@@ -168,6 +168,67 @@ inline unsigned thread_count() {
   return n == 0 ? 1 : n;
 }
 
+// Large calls (16 MiB and more of float32, where the kernels stream their outputs). The input:
+// normal values, every third row of 4096 scaled up, the others down.
+inline std::vector<float> large_input(std::size_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> x(n);
+  for (std::size_t i = 0; i < n; ++i) x[i] = nd(gen) * (i / 4096 % 3 == 0 ? 300.0f : 0.02f);
+  return x;
+}
+
+// Elements from p to the next 64-byte boundary, at least 1 (room for a guard element before).
+template <class T>
+std::size_t to_line(const T* p) {
+  const std::size_t k = (64 - reinterpret_cast<std::uintptr_t>(p) % 64) % 64 / sizeof(T);
+  return k == 0 ? 64 / sizeof(T) : k;
+}
+
+// What a call wrote at p + at (count elements), with the element before and after it.
+template <class T>
+std::vector<T> written(const std::vector<T>& v, std::size_t at, std::size_t count) {
+  return std::vector<T>(v.begin() + static_cast<std::ptrdiff_t>(at - 1), v.begin() + static_cast<std::ptrdiff_t>(at + count + 1));
+}
+
+// A quantize-and-dequantize pair of large calls into element bytes, scale bytes and n floats,
+// each output at a 64-byte aligned address (streamed), then one element past it, on every path of
+// `paths` (the scalar one first): every path must write the first path's values, and nothing next
+// to them. call(elements, scales, values) makes both calls and returns whether both succeeded.
+template <class Call>
+void check_large_call(const std::vector<lowbit::isa>& paths, std::size_t element_bytes, std::size_t scale_bytes,
+                      std::size_t n, Call call) {
+  for (const std::size_t shift : {std::size_t{0}, std::size_t{1}}) {
+    std::vector<std::uint8_t> want_e, want_s;
+    std::vector<float> want_y;
+    for (const lowbit::isa path : paths) {
+      SCOPED_TRACE(testing::Message() << lowbit::isa_name(path) << ", shift " << shift);
+      const lowbit::scoped_isa use(path);
+      std::vector<std::uint8_t> e(element_bytes + 66, 0x5A), s(scale_bytes + 66, 0x5A);
+      std::vector<float> y(n + 18, -1.0f);
+      const std::size_t ae = to_line(e.data()) + shift, as = to_line(s.data()) + shift, ay = to_line(y.data()) + shift;
+      ASSERT_TRUE(call(e.data() + ae, s.data() + as, y.data() + ay));
+      const std::vector<std::uint8_t> we = written(e, ae, element_bytes), ws = written(s, as, scale_bytes);
+      const std::vector<float> wy = written(y, ay, n);
+      EXPECT_EQ(we.front(), 0x5A);
+      EXPECT_EQ(we.back(), 0x5A);
+      EXPECT_EQ(ws.front(), 0x5A);
+      EXPECT_EQ(ws.back(), 0x5A);
+      EXPECT_EQ(wy.front(), -1.0f);
+      EXPECT_EQ(wy.back(), -1.0f);
+      if (want_e.empty()) {
+        want_e = we;
+        want_s = ws;
+        want_y = wy;
+        continue;
+      }
+      EXPECT_TRUE(we == want_e);
+      EXPECT_TRUE(ws == want_s);
+      EXPECT_EQ(std::memcmp(wy.data(), want_y.data(), wy.size() * sizeof(float)), 0);
+    }
+  }
+}
+
 }  // namespace lowbit_test
 
 #define REQUIRE_AVX2()                                                                 \

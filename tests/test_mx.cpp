@@ -808,56 +808,18 @@ std::vector<lb::isa> block_paths() {
   return v;
 }
 
-// Elements from p to the next 64-byte boundary, at least 1 (room for a guard element before).
-template <class T>
-std::size_t to_line(const T* p) {
-  const std::size_t k = (64 - reinterpret_cast<std::uintptr_t>(p) % 64) % 64 / sizeof(T);
-  return k == 0 ? 64 / sizeof(T) : k;
-}
-
 // Calls of 16 MiB and more, where the kernels stream their outputs, into outputs at 64-byte aligned
 // addresses (streamed) and one element past them: every path writes the scalar path's bytes, and
 // nothing next to them.
 template <class Fmt>
 void check_large_call() {
   const std::size_t n = std::size_t{1} << 22;  // 16 MiB of float32
-  std::mt19937 gen(21);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::vector<float> x(n);
-  for (std::size_t i = 0; i < n; ++i) x[i] = nd(gen) * (i / 4096 % 3 == 0 ? 300.0f : 0.02f);
-  const std::size_t bytes = lb::packed_bytes(n, Fmt::element_bits);
-  for (const std::size_t shift : {0, 1}) {  // outputs at 64-byte aligned addresses, then one element past them
-    std::vector<std::uint8_t> want_e, want_s;
-    std::vector<float> want_y;
-    for (const lb::isa path : block_paths()) {
-      SCOPED_TRACE(testing::Message() << lb::isa_name(path) << ", shift " << shift);
-      const lb::scoped_isa use(path);
-      std::vector<std::uint8_t> e(bytes + 66, 0x5A), s(n / 32 + 66, 0x5A);
-      std::vector<float> y(n + 18, -1.0f);
-      const std::size_t ae = to_line(e.data()) + shift, as = to_line(s.data()) + shift, ay = to_line(y.data()) + shift;
-      ASSERT_TRUE(lb::mx_quantize<Fmt>(x.data(), n, {}, e.data() + ae, s.data() + as).ok());
-      ASSERT_TRUE(lb::mx_dequantize<Fmt>(e.data() + ae, s.data() + as, n, {}, y.data() + ay).ok());
-      // what each call wrote, with the element before and after it
-      const std::vector<std::uint8_t> we(e.begin() + static_cast<std::ptrdiff_t>(ae - 1), e.begin() + static_cast<std::ptrdiff_t>(ae + bytes + 1));
-      const std::vector<std::uint8_t> ws(s.begin() + static_cast<std::ptrdiff_t>(as - 1), s.begin() + static_cast<std::ptrdiff_t>(as + n / 32 + 1));
-      const std::vector<float> wy(y.begin() + static_cast<std::ptrdiff_t>(ay - 1), y.begin() + static_cast<std::ptrdiff_t>(ay + n + 1));
-      EXPECT_EQ(we.front(), 0x5A);
-      EXPECT_EQ(we.back(), 0x5A);
-      EXPECT_EQ(ws.front(), 0x5A);
-      EXPECT_EQ(ws.back(), 0x5A);
-      EXPECT_EQ(wy.front(), -1.0f);
-      EXPECT_EQ(wy.back(), -1.0f);
-      if (want_e.empty()) {
-        want_e = we;
-        want_s = ws;
-        want_y = wy;
-        continue;
-      }
-      EXPECT_TRUE(we == want_e);
-      EXPECT_TRUE(ws == want_s);
-      EXPECT_EQ(std::memcmp(wy.data(), want_y.data(), wy.size() * sizeof(float)), 0);
-    }
-  }
+  const std::vector<float> x = lowbit_test::large_input(n, 21);
+  lowbit_test::check_large_call(block_paths(), lb::packed_bytes(n, Fmt::element_bits), n / 32, n,
+                                [&](std::uint8_t* e, std::uint8_t* s, float* y) {
+                                  return lb::mx_quantize<Fmt>(x.data(), n, {}, e, s).ok() &&
+                                         lb::mx_dequantize<Fmt>(e, s, n, {}, y).ok();
+                                });
 }
 
 TEST(MxLayout, LargeCallsAlignedAndNot) {
