@@ -933,15 +933,15 @@ inline std::size_t first_aligned_element(const void* dst, std::size_t n, std::si
   return n;
 }
 
-// The element from which an encoding of n elements into dst streams, or n when the call moves
-// fewer than stream_threshold_bytes (source and output together: beyond that the output cannot
-// stay in the caches anyway).
-// granule: the element offsets a step may start at, the layout's (a whole byte of nibbles or
-// sextets) or a multiple of it.
+// The element offsets a step of layout L may start at: a whole byte of nibbles or sextets.
 template <layout L>
 constexpr std::size_t layout_granule() noexcept {
   return L == layout::nibbles ? 2 : L == layout::sextets ? 4 : 1;
 }
+
+// The element from which an encoding of n elements into dst streams, or n when the call moves
+// fewer than stream_threshold_bytes (source and output together: beyond that the output cannot
+// stay in the caches anyway). granule: the layout's, or a multiple of it that a reader asks for.
 template <layout L, class From>
 inline std::size_t encode_stream_start(const std::uint8_t* dst, std::size_t n,
                                        std::size_t granule = layout_granule<L>()) noexcept {

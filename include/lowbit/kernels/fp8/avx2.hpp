@@ -108,8 +108,8 @@ enum class scaling : std::uint8_t { reciprocal, divide, exact_divider };
 // one run ahead (at most next_run_cap_bytes ahead), into L2. For the dynamic quantizer's chunks
 // of one row (per token, 1 x 128) that is the next chunk, whose amax pass then reads it from
 // cache instead of DRAM; for the rows of taller blocks the next row; for a tensor walked as one
-// run (per tensor) a longer distance than the encoders' own, which the AVX-512 kernel then
-// leaves out. next_run_distance: that distance in elements, 0 for none. docs/performance.md,
+// run (per tensor) a longer distance than the encoders' own 2 KiB (the AVX-512 kernel then makes
+// only these requests). next_run_distance: that distance in elements, 0 for none. docs/performance.md,
 // "Zen 5: the FP8 quantizers from DRAM".
 inline constexpr std::size_t next_run_cap_bytes = std::size_t{64} << 10;
 template <class From>
