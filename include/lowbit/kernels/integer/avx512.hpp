@@ -198,14 +198,28 @@ LOWBIT_AVX512_INLINE void store32(std::uint8_t* out, __m512i codes) {
 // and put back into the grid word before the narrowing (a rounded integer, so the clamps after
 // it are round_to_code's).
 
-// What the near lanes of a group need: its scale, zero-point and offset, and the call's mode (a
-// nearest one: the grid takes no other).
-struct group_fix {
-  float s;
-  int zp;
-  float m;
+// The grid parameters of the 8 groups of a batch, one per lane: reciprocal, offset (0 without
+// one), grid bias (bits(1536) - 0x1001 - zero_point * 2^13), and for the near lanes the scale
+// and zero-point; and the call's mode (a nearest one: the grid takes no other). (The bias follows
+// from the zero-point, but computed per group from it and broadcast from a general register the
+// quantizers ran 6-10 % slower than broadcast from here.)
+struct batch_grid {
+  alignas(32) float r[8];
+  alignas(32) float m[8];
+  alignas(32) float s[8];
+  alignas(32) std::int32_t bias[8];
+  alignas(32) std::int32_t zp[8];
   rounding rm;
 };
+
+// What the near lanes of a group need: group g of batch p, whose scale, zero-point and offset
+// fix_near reads only when a lane came near. (Passed as values, they were loaded for every 64
+// values, ahead of the rare branch: INT4 g32 read 4-8 % slower on Zen 5.)
+struct group_fix {
+  const batch_grid* p;
+  unsigned g;
+};
+LOWBIT_AVX512_INLINE group_fix fix_of(const batch_grid& p, unsigned g) { return group_fix{&p, g}; }
 
 // Lanes of a grid word whose low bits say "near a half-integer" (avx2 group_grid's test).
 LOWBIT_AVX512_INLINE __mmask16 near_lanes(__m512i u, const grid_consts& k) {
@@ -218,17 +232,18 @@ LOWBIT_AVX512_INLINE __mmask16 near_lanes(__m512i u, const grid_consts& k) {
 LOWBIT_AVX512_INLINE __m512i fix_near(__m512i u, const float* x, const grid_consts& k, const group_fix& f) {
   const __mmask16 near = near_lanes(u, k);
   if (near == 0) return u;
-  const __m512 y = _mm512_div_ps(_mm512_sub_ps(_mm512_loadu_ps(x), _mm512_set1_ps(f.m)), _mm512_set1_ps(f.s));
+  const batch_grid& p = *f.p;
+  const __m512 y = _mm512_div_ps(_mm512_sub_ps(_mm512_loadu_ps(x), _mm512_set1_ps(p.m[f.g])), _mm512_set1_ps(p.s[f.g]));
   const __m512i n = _mm512_cvttps_epi32(y);
   const __m512 a = _mm512_abs_ps(_mm512_sub_ps(y, _mm512_cvtepi32_ps(n)));
   const __m512 half = _mm512_set1_ps(0.5f);
   const __m512i one = _mm512_set1_epi32(1);
   __mmask16 up = _mm512_cmp_ps_mask(a, half, _CMP_GT_OQ);
   const __mmask16 tie = _mm512_cmp_ps_mask(a, half, _CMP_EQ_OQ);
-  if (f.rm == rounding::nearest_even) up |= static_cast<__mmask16>(tie & _mm512_test_epi32_mask(n, one));
-  if (f.rm == rounding::nearest_away) up |= tie;
+  if (p.rm == rounding::nearest_even) up |= static_cast<__mmask16>(tie & _mm512_test_epi32_mask(n, one));
+  if (p.rm == rounding::nearest_away) up |= tie;
   const __m512i step = _mm512_or_si512(_mm512_srai_epi32(_mm512_castps_si512(y), 31), one);  // sign(y) 1
-  const __m512i code = _mm512_add_epi32(_mm512_mask_add_epi32(n, up, n, step), _mm512_set1_epi32(f.zp));
+  const __m512i code = _mm512_add_epi32(_mm512_mask_add_epi32(n, up, n, step), _mm512_set1_epi32(p.zp[f.g]));
   return _mm512_mask_mov_epi32(u, near, _mm512_slli_epi32(code, 13));
 }
 
@@ -299,20 +314,6 @@ LOWBIT_AVX512_INLINE void group_grid(const float* x, std::size_t len, __m512 r, 
 // longer ones note them over the whole group and code it again if any (in place, INT8 g128 read
 // 0.92x; coded again in groups of 64, INT4 g64 0.86x: Zen 5, alternating runs).
 
-// The grid parameters of the 8 groups of a batch, one per lane: reciprocal, offset (0 without
-// one), grid bias (bits(1536) - 0x1001 - zero_point * 2^13), and for the near lanes the scale
-// and zero-point. (The bias follows from the zero-point, but computed per group from it and
-// broadcast from a general register the quantizers ran 6-10 % slower than broadcast from here.)
-struct batch_grid {
-  alignas(32) float r[8];
-  alignas(32) float m[8];
-  alignas(32) float s[8];
-  alignas(32) std::int32_t bias[8];
-  alignas(32) std::int32_t zp[8];
-  rounding rm;
-  group_fix fix(unsigned g) const { return group_fix{s[g], zp[g], m[g], rm}; }
-};
-
 LOWBIT_AVX512_INLINE __m256i grid_bias8(__m256i zero_points) {
   return _mm256_sub_epi32(_mm256_set1_epi32(0x44C00000 - 0x1001), _mm256_slli_epi32(zero_points, 13));
 }
@@ -322,7 +323,7 @@ template <bool Nibbles, bool Offset>
 LOWBIT_AVX512_INLINE void grid_group(const float* x, std::size_t len, const batch_grid& p, unsigned g, grid_consts k,
                                      std::uint8_t* out) {
   k.bias = _mm512_set1_epi32(p.bias[g]);
-  group_grid<Nibbles, Offset>(x, len, _mm512_set1_ps(p.r[g]), _mm512_set1_ps(p.m[g]), k, p.fix(g), out);
+  group_grid<Nibbles, Offset>(x, len, _mm512_set1_ps(p.r[g]), _mm512_set1_ps(p.m[g]), k, fix_of(p, g), out);
 }
 
 template <bool Nibbles, bool Offset>
@@ -333,7 +334,7 @@ LOWBIT_AVX512_INLINE void grid_batch(const float* x, std::size_t len, const batc
     for (unsigned g = 0; g < 8; ++g) {
       ka.bias = _mm512_set1_epi32(p.bias[g]);
       const __m512 r = _mm512_set1_ps(p.r[g]), m = _mm512_set1_ps(p.m[g]);
-      grid64<Nibbles, Offset>(x + 64 * g, r, r, m, m, ka, ka, p.fix(g), p.fix(g), out + (64 * g >> shift));
+      grid64<Nibbles, Offset>(x + 64 * g, r, r, m, m, ka, ka, fix_of(p, g), fix_of(p, g), out + (64 * g >> shift));
     }
     return;
   }
@@ -360,7 +361,7 @@ LOWBIT_AVX512_INLINE void grid_batch(const float* x, std::size_t len, const batc
         store32<Nibbles>(og + (i >> shift), narrow64(u[2], u[3], u[2], u[3], ka));
       }
       if (__builtin_expect(_mm512_cmplt_epi32_mask(near, _mm512_set1_epi32(3)) != 0, 0))
-        group_grid<Nibbles, Offset>(xg, len, r, m, ka, p.fix(g), og);
+        group_grid<Nibbles, Offset>(xg, len, r, m, ka, fix_of(p, g), og);
     }
     return;
   }
@@ -369,7 +370,7 @@ LOWBIT_AVX512_INLINE void grid_batch(const float* x, std::size_t len, const batc
     ka.bias = _mm512_set1_epi32(p.bias[g]);
     kb.bias = _mm512_set1_epi32(p.bias[g + 1]);
     grid64<Nibbles, Offset>(x + 32 * g, _mm512_set1_ps(p.r[g]), _mm512_set1_ps(p.r[g + 1]), _mm512_set1_ps(p.m[g]),
-                            _mm512_set1_ps(p.m[g + 1]), ka, kb, p.fix(g), p.fix(g + 1), out + (32 * g >> shift));
+                            _mm512_set1_ps(p.m[g + 1]), ka, kb, fix_of(p, g), fix_of(p, g + 1), out + (32 * g >> shift));
   }
 }
 
