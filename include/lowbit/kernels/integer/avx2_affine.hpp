@@ -91,7 +91,7 @@ struct aff_batch {
   __m256 z;             // what zeros[] gets: the zero-point as a float, or the offset
   __m256i zp;           // the integer zero-point (0 with an offset)
   std::uint32_t stop;   // lanes the reference must do (NaN/Inf, scale or offset overflow)
-  std::uint32_t tight;  // lanes group_grid may take (1/s normal, |(x - m) / s| < 400)
+  std::uint32_t tight;  // lanes group_grid may take (1/s normal, |(x - m) / s| below the window's bound)
 };
 
 LOWBIT_AVX2_INLINE aff_batch affine_params(const int_affine_job& j, __m256i lo, __m256i hi, __m256i nfl, std::size_t m);
@@ -160,9 +160,10 @@ LOWBIT_AVX2_INLINE aff_batch affine_params(const int_affine_job& j, __m256i lo, 
                                                                    _mm256_set1_ps(0x1p126f), _CMP_NLT_UQ)));
   b.stop = lanes_of(refer) & ((1u << m) - 1u);
   b.r = _mm256_div_ps(_mm256_set1_ps(1.0f), b.s);
-  // |lo - m| and |hi - m| below 400 s (one rounding each): then |(x - m) * r| < 400 (1 + 2^-22).
-  // Tested against s, not r, to keep the division off the path to the branches.
-  const __m256 lim = _mm256_mul_ps(b.s, _mm256_set1_ps(400.0f));
+  // |lo - m| and |hi - m| below B s (one rounding each; B the window's bound, 200 or 400): then
+  // |(x - m) * r| < B (1 + 2^-22). Tested against s, not r, to keep the division off the path to
+  // the branches.
+  const __m256 lim = _mm256_mul_ps(b.s, _mm256_set1_ps(window_for(false, j.code_max).bound));
   const __m256 bounded = _mm256_and_ps(_mm256_cmp_ps(_mm256_sub_ps(b.m, b.lo), lim, _CMP_LT_OQ),
                                        _mm256_cmp_ps(_mm256_sub_ps(b.hi, b.m), lim, _CMP_LT_OQ));
   const __m256i sb = _mm256_castps_si256(b.s);  // 2^-126 <= s < 2^126: 1/s normal
@@ -234,8 +235,8 @@ LOWBIT_TARGET_AVX2 inline std::size_t quantize_affine_impl(const int_affine_job&
   const bool nearest =
       j.rm == rounding::nearest_even || j.rm == rounding::nearest_away || j.rm == rounding::nearest_toward_zero;
   const bool grid = nearest && len % 32 == 0;
-  const __m256i bias0 = _mm256_set1_epi32(0x44C00000 - 0x1001);
-  grid_consts gk{_mm256_set1_ps(1536.0f), bias0, _mm256_set1_epi32(0x1FFF), _mm256_set1_epi8(static_cast<char>(j.code_max))};
+  grid_consts gk = make_grid(window_for(false, j.code_max), 0, j.code_max);
+  const __m256i bias0 = gk.bias;
   // Software-pipelined as the symmetric path: the next batch's parameters before this one's codes.
   aff_batch next = affine_batch(j, first, last - first < 8 ? last - first : 8);
   const bool ahead = prefetches_batches(first, last, len);

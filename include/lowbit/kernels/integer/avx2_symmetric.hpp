@@ -80,7 +80,7 @@ LOWBIT_AVX2_INLINE bool sym_pair_grid_nibbles(const float* x, __m256 ra, __m256 
   const __m256i b1 = grid_round(_mm256_loadu_ps(x + 40), rb, k, near);
   const __m256i b2 = grid_round(_mm256_loadu_ps(x + 48), rb, k, near);
   const __m256i b3 = grid_round(_mm256_loadu_ps(x + 56), rb, k, near);
-  if (!_mm256_testz_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(3), near), _mm256_set1_epi32(-1))) return false;
+  if (any_near(near, k)) return false;
   const __m256i pair = _mm256_set1_epi16(0x1001);
   const __m256i ca = _mm256_min_epu8(_mm256_packus_epi16(_mm256_packus_epi32(a0, a1), _mm256_packus_epi32(a2, a3)), k.cmax8);
   const __m256i cb = _mm256_min_epu8(_mm256_packus_epi16(_mm256_packus_epi32(b0, b1), _mm256_packus_epi32(b2, b3)), k.cmax8);
@@ -183,8 +183,7 @@ LOWBIT_TARGET_AVX2 inline std::size_t quantize_symmetric_impl(const int_symmetri
   c.code_max = j.code_max;
   c.rm = j.rm;
   const qctx q = make_qctx(c);
-  const grid_consts gk{_mm256_set1_ps(1536.0f), _mm256_set1_epi32(0x44C00000 - 0x1001 - j.zero_point * 0x2000),
-                       _mm256_set1_epi32(0x1FFF), _mm256_set1_epi8(static_cast<char>(j.code_max))};
+  const grid_consts gk = make_grid(window_for(true, j.code_max), j.zero_point, j.code_max);
   const __m256 divisor = _mm256_set1_ps(j.divisor);
   const bool grid = q.fast && len % 32 == 0;  // a nearest mode
   if (first >= last) return last;

@@ -144,14 +144,16 @@ LOWBIT_AVX512_INLINE a2::aff_batch affine_batch(const int_affine_job& j, std::si
 
 struct grid_consts {
   __m512 grid;     // 1536.0f: its ulp is 2^-13
-  __m512i bias;    // bits(1536) - (0x1000 + 1) - zero_point * 2^13
+  __m512i bias;    // bits(1536) - w.half - zero_point * 2^13
   __m512i low;     // 0x1FFF
   __m512i cmax8;   // code_max as bytes
+  __m512i limit;   // w.limit: the low bits of a word to code again lie below it
 };
 
-LOWBIT_AVX512_INLINE grid_consts make_grid(int zero_point, int code_max) {
-  return grid_consts{_mm512_set1_ps(1536.0f), _mm512_set1_epi32(0x44C00000 - 0x1001 - zero_point * 0x2000),
-                     _mm512_set1_epi32(0x1FFF), _mm512_set1_epi8(static_cast<char>(code_max))};
+LOWBIT_AVX512_INLINE grid_consts make_grid16(a2::grid_window w, int zero_point, int code_max) {
+  return grid_consts{_mm512_set1_ps(1536.0f), _mm512_set1_epi32(0x44C00000 - w.half - zero_point * 0x2000),
+                     _mm512_set1_epi32(0x1FFF), _mm512_set1_epi8(static_cast<char>(code_max)),
+                     _mm512_set1_epi32(w.limit)};
 }
 
 // The grid word of 16 values: code + zero-point in bits 13 up, the distance from a half-integer
@@ -191,15 +193,15 @@ LOWBIT_AVX512_INLINE void store32(std::uint8_t* out, __m512i codes) {
   }
 }
 
-// The lanes near a half-integer are rare but not negligible: with fp16 scales about one group of
-// 32 in ten has one (the largest |x| / s lies within 2^-11 of D, and of a half-integer when D is
-// one). Their codes are redone by division, as the reference defines them: y = (x - m) / s
+// The lanes near a half-integer (the call's a2::grid_window) are rare but not negligible: with
+// fp16 scales and the narrow window about one group of 32 in forty has one (the largest |x| / s
+// lies within 2^-11 of D, and of a half-integer when D is one). Their codes are redone by division, as the reference defines them: y = (x - m) / s
 // rounded once (m = 0 without an offset: x - 0 is x), then round_to_code's nearest mode on y,
 // and put back into the grid word before the narrowing (a rounded integer, so the clamps after
 // it are round_to_code's).
 
 // The grid parameters of the 8 groups of a batch, one per lane: reciprocal, offset (0 without
-// one), grid bias (bits(1536) - 0x1001 - zero_point * 2^13), and for the near lanes the scale
+// one), grid bias (bits(1536) - the window's half - zero_point * 2^13), and for the near lanes the scale
 // and zero-point; and the call's mode (a nearest one: the grid takes no other). (The bias follows
 // from the zero-point, but computed per group from it and broadcast from a general register the
 // quantizers ran 6-10 % slower than broadcast from here.)
@@ -223,7 +225,7 @@ LOWBIT_AVX512_INLINE group_fix fix_of(const batch_grid& p, unsigned g) { return 
 
 // Lanes of a grid word whose low bits say "near a half-integer" (avx2 group_grid's test).
 LOWBIT_AVX512_INLINE __mmask16 near_lanes(__m512i u, const grid_consts& k) {
-  return _mm512_cmplt_epi32_mask(_mm512_and_si512(u, k.low), _mm512_set1_epi32(3));
+  return _mm512_cmplt_epi32_mask(_mm512_and_si512(u, k.low), k.limit);
 }
 
 // u with the near lanes (of the 16 values at x) replaced by the reference's code, in bits 13 up:
@@ -278,7 +280,7 @@ LOWBIT_AVX512_INLINE void grid64(const float* x, __m512 ra, __m512 rb, __m512 ma
   __m512i u[4];
   grid_words64<Offset>(x, ra, rb, ma, mb, ka, kb, u);
   const __m512i near = _mm512_min_epi32(nearness(u[0], u[1], ka), nearness(u[2], u[3], ka));
-  if (__builtin_expect(_mm512_cmplt_epi32_mask(near, _mm512_set1_epi32(3)) != 0, 0)) {
+  if (__builtin_expect(_mm512_cmplt_epi32_mask(near, ka.limit) != 0, 0)) {
     u[0] = fix_near(u[0], x, ka, fa);
     u[1] = fix_near(u[1], x + 16, ka, fa);
     u[2] = fix_near(u[2], x + 32, kb, fb);
@@ -314,8 +316,8 @@ LOWBIT_AVX512_INLINE void group_grid(const float* x, std::size_t len, __m512 r, 
 // longer ones note them over the whole group and code it again if any (in place, INT8 g128 read
 // 0.92x; coded again in groups of 64, INT4 g64 0.86x: Zen 5, alternating runs).
 
-LOWBIT_AVX512_INLINE __m256i grid_bias8(__m256i zero_points) {
-  return _mm256_sub_epi32(_mm256_set1_epi32(0x44C00000 - 0x1001), _mm256_slli_epi32(zero_points, 13));
+LOWBIT_AVX512_INLINE __m256i grid_bias8(a2::grid_window w, __m256i zero_points) {
+  return _mm256_sub_epi32(_mm256_set1_epi32(0x44C00000 - w.half), _mm256_slli_epi32(zero_points, 13));
 }
 
 // Group g of the batch at x (its len values) into out, by group_grid.
@@ -360,7 +362,7 @@ LOWBIT_AVX512_INLINE void grid_batch(const float* x, std::size_t len, const batc
         near = _mm512_min_epi32(near, nearness(u[2], u[3], ka));
         store32<Nibbles>(og + (i >> shift), narrow64(u[2], u[3], u[2], u[3], ka));
       }
-      if (__builtin_expect(_mm512_cmplt_epi32_mask(near, _mm512_set1_epi32(3)) != 0, 0))
+      if (__builtin_expect(_mm512_cmplt_epi32_mask(near, ka.limit) != 0, 0))
         group_grid<Nibbles, Offset>(xg, len, r, m, ka, fix_of(p, g), og);
     }
     return;
@@ -410,14 +412,15 @@ LOWBIT_TARGET_AVX512 inline std::size_t quantize_symmetric_impl(const int_symmet
   c.code_max = j.code_max;
   c.rm = j.rm;
   const a2::qctx q = a2::make_qctx(c);
-  const grid_consts gk = make_grid(j.zero_point, j.code_max);
+  const a2::grid_window window = a2::window_for(true, j.code_max);
+  const grid_consts gk = make_grid16(window, j.zero_point, j.code_max);
   const __m256 divisor = _mm256_set1_ps(j.divisor);
   const bool grid = q.fast && len % 32 == 0;  // a nearest mode
   batch_grid bg;
   bg.rm = j.rm;
   _mm256_store_ps(bg.m, _mm256_setzero_ps());
   _mm256_store_si256(reinterpret_cast<__m256i*>(bg.zp), _mm256_set1_epi32(j.zero_point));
-  _mm256_store_si256(reinterpret_cast<__m256i*>(bg.bias), grid_bias8(_mm256_set1_epi32(j.zero_point)));
+  _mm256_store_si256(reinterpret_cast<__m256i*>(bg.bias), grid_bias8(window, _mm256_set1_epi32(j.zero_point)));
   a2::sym_batch next = a2::symmetric_batch(j, first, last - first < 8 ? last - first : 8, divisor);
   const bool ahead = prefetches_batches(first, last, len);
   for (std::size_t g0 = first; g0 < last; g0 += 8) {
@@ -457,7 +460,8 @@ LOWBIT_TARGET_AVX512 inline std::size_t quantize_affine_impl(const int_affine_jo
   const bool nearest =
       j.rm == rounding::nearest_even || j.rm == rounding::nearest_away || j.rm == rounding::nearest_toward_zero;
   const bool grid = nearest && len % 32 == 0;
-  const grid_consts gk = make_grid(0, j.code_max);
+  const a2::grid_window window = a2::window_for(false, j.code_max);
+  const grid_consts gk = make_grid16(window, 0, j.code_max);
   batch_grid bg;
   bg.rm = j.rm;
   const bool wide = wide_reduction(first, last, len);
@@ -480,7 +484,7 @@ LOWBIT_TARGET_AVX512 inline std::size_t quantize_affine_impl(const int_affine_jo
     _mm256_mask_storeu_ps(j.scales + g0, stored, b.s);
     _mm256_mask_storeu_ps(j.zeros + g0, stored, b.z);
     const std::uint32_t tight = grid ? b.tight : 0u;
-    _mm256_store_si256(reinterpret_cast<__m256i*>(bg.bias), grid_bias8(b.zp));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(bg.bias), grid_bias8(window, b.zp));
     if (done == 8 && tight == 0xFFu) {
       const float* x = j.x + g0 * len;
       if (j.offset) {
