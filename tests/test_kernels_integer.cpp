@@ -667,6 +667,61 @@ TEST(KernelsIntegerBulk, ExactTiesOfEveryNearestModeOnTheGrid) {
   EXPECT_EQ(checked, 96);
 }
 
+// The grid's near window (docs/kernels.md, "The grid rounding"): values whose x / s lies 0 to 3
+// steps of 2^-13 from a half-integer, give or take less than a step, under scales that are not
+// powers of two (so 1/s and x * (1/s) round), for every window: the symmetric schemes and 4-bit
+// affine codes take the narrow one, 8-bit affine codes the wide one. Each path's bytes must be
+// the scalar path's. (The exact ties are the test above.)
+TEST(KernelsIntegerBulk, ValuesAroundTheGridWindow) {
+  REQUIRE_AVX2();
+  std::mt19937 gen(47);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  const shape s{4, 512};
+  int checked = 0;
+  for (rounding rm : {rounding::nearest_even, rounding::nearest_away, rounding::nearest_toward_zero}) {
+    for (int bits : {4, 8}) {
+      for (int scheme = 0; scheme < 3; ++scheme) {
+        for (scale_storage fmt : {scale_storage::fp16, scale_storage::bf16, scale_storage::fp32}) {
+          for (std::size_t group : {32u, 64u, 128u}) {
+            int_params p;
+            p.bits = bits;
+            p.granularity = granularity::per_group;
+            p.group_size = group;
+            p.scale_format = fmt;
+            p.element_rounding = rm;
+            if (scheme == 0) p.range = int_range::full;
+            if (scheme == 1) p.scheme = int_scheme::affine;
+            if (scheme == 2) p.scheme = int_scheme::affine_offset;
+            const double top = scheme == 0 ? (1 << (bits - 1)) - 0.5 : (1 << bits) - 1;  // D, or code_max
+            std::vector<float> x(s.rows * s.cols);
+            for (std::size_t g0 = 0; g0 < x.size(); g0 += group) {
+              const double amax = std::ldexp(1.0 + 0.5 * unit(gen), static_cast<int>(gen() % 12) - 6);
+              const double sc = amax / top;  // about the group's scale
+              const double lo = scheme == 0 ? -top : 0.0;
+              for (std::size_t i = g0; i < g0 + group; ++i) {
+                const double k = std::floor(lo + (top - lo) * 0.5 * (unit(gen) + 1.0)) + 0.5;
+                const double d = static_cast<double>(static_cast<int>(gen() % 7) - 3) * 0x1p-13 +
+                                 unit(gen) * std::ldexp(1.0, -13 - static_cast<int>(gen() % 12));
+                x[i] = static_cast<float>((k + d) * sc);
+              }
+              x[g0] = static_cast<float>(scheme == 0 && gen() % 2 ? -amax : amax);
+              if (scheme != 0) x[g0 + 1] = 0.0f;
+            }
+            const quantized want = run_on(isa::scalar, fpenv::clear, [&] { return quantize_both_ways(x.data(), s, p, nullptr); });
+            ASSERT_EQ(want.st, errc::ok) << describe(p, s, data_kind::ties);
+            for (const auto& [path, e] : simd_envs()) {
+              const quantized got = run_on(path, e, [&] { return quantize_both_ways(x.data(), s, p, nullptr); });
+              ASSERT_TRUE(got == want) << describe(p, s, data_kind::ties) << " " << env_name(e) << " " << lowbit::isa_name(path);
+            }
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(checked, 162);
+}
+
 TEST(KernelsIntegerBulk, QuantizeWideRangeWithSubnormals) {
   REQUIRE_AVX2();
   check_quantize(data_kind::wide, false, 400);
