@@ -191,29 +191,34 @@ std::vector<T> written(const std::vector<T>& v, std::size_t at, std::size_t coun
   return std::vector<T>(v.begin() + static_cast<std::ptrdiff_t>(at - 1), v.begin() + static_cast<std::ptrdiff_t>(at + count + 1));
 }
 
-// A quantize-and-dequantize pair of large calls into element bytes, scale bytes and n floats,
-// each output at a 64-byte aligned address (streamed), then one element past it, on every path of
-// `paths` (the scalar one first): every path must write the first path's values, and nothing next
-// to them. call(elements, scales, values) makes both calls and returns whether both succeeded.
-template <class Call>
-void check_large_call(const std::vector<lowbit::isa>& paths, std::size_t element_bytes, std::size_t scale_bytes,
+// A quantize-and-dequantize pair of large calls into element bytes, scale_count scales (bytes, or
+// Scale: float for the integer schemes) and n floats, each output at a 64-byte aligned address
+// (streamed), then one element past it, on every path of `paths` (the scalar one first): every
+// path must write the first path's values, and nothing next to them. call(elements, scales,
+// values) makes both calls and returns whether both succeeded.
+template <class Scale = std::uint8_t, class Call>
+void check_large_call(const std::vector<lowbit::isa>& paths, std::size_t element_bytes, std::size_t scale_count,
                       std::size_t n, Call call) {
+  const Scale mark = static_cast<Scale>(0x5A);
   for (const std::size_t shift : {std::size_t{0}, std::size_t{1}}) {
-    std::vector<std::uint8_t> want_e, want_s;
+    std::vector<std::uint8_t> want_e;
+    std::vector<Scale> want_s;
     std::vector<float> want_y;
     for (const lowbit::isa path : paths) {
       SCOPED_TRACE(testing::Message() << lowbit::isa_name(path) << ", shift " << shift);
       const lowbit::scoped_isa use(path);
-      std::vector<std::uint8_t> e(element_bytes + 66, 0x5A), s(scale_bytes + 66, 0x5A);
+      std::vector<std::uint8_t> e(element_bytes + 66, 0x5A);
+      std::vector<Scale> s(scale_count + 66, mark);
       std::vector<float> y(n + 18, -1.0f);
       const std::size_t ae = to_line(e.data()) + shift, as = to_line(s.data()) + shift, ay = to_line(y.data()) + shift;
       ASSERT_TRUE(call(e.data() + ae, s.data() + as, y.data() + ay));
-      const std::vector<std::uint8_t> we = written(e, ae, element_bytes), ws = written(s, as, scale_bytes);
+      const std::vector<std::uint8_t> we = written(e, ae, element_bytes);
+      const std::vector<Scale> ws = written(s, as, scale_count);
       const std::vector<float> wy = written(y, ay, n);
       EXPECT_EQ(we.front(), 0x5A);
       EXPECT_EQ(we.back(), 0x5A);
-      EXPECT_EQ(ws.front(), 0x5A);
-      EXPECT_EQ(ws.back(), 0x5A);
+      EXPECT_EQ(ws.front(), mark);
+      EXPECT_EQ(ws.back(), mark);
       EXPECT_EQ(wy.front(), -1.0f);
       EXPECT_EQ(wy.back(), -1.0f);
       if (want_e.empty()) {
@@ -223,7 +228,7 @@ void check_large_call(const std::vector<lowbit::isa>& paths, std::size_t element
         continue;
       }
       EXPECT_TRUE(we == want_e);
-      EXPECT_TRUE(ws == want_s);
+      EXPECT_EQ(std::memcmp(ws.data(), want_s.data(), ws.size() * sizeof(Scale)), 0);
       EXPECT_EQ(std::memcmp(wy.data(), want_y.data(), wy.size() * sizeof(float)), 0);
     }
   }

@@ -722,6 +722,30 @@ TEST(KernelsIntegerBulk, ValuesAroundTheGridWindow) {
   EXPECT_EQ(checked, 162);
 }
 
+// Calls of 16 MiB of float32, where the dequantizers stream their stores: INT8 in groups of 128
+// (codes a byte each) and GPTQ INT4 in groups of 32 (nibbles), outputs at 64-byte aligned
+// addresses and one element past them, every path against the scalar one
+// (support.hpp's check_large_call).
+TEST(KernelsIntegerBulk, LargeCallsAlignedAndNot) {
+  const std::size_t rows = 1024, cols = 4096, n = rows * cols;
+  const std::vector<float> x = lowbit_test::large_input(n, 23);
+  for (const bool nibbles : {false, true}) {
+    SCOPED_TRACE(nibbles ? "INT4 g32, nibbles" : "INT8 g128");
+    int_params p = lowbit::int_presets::gptq(nibbles ? 4 : 8, nibbles ? 32 : 128);
+    if (!nibbles) p.range = int_range::restricted;
+    const std::size_t groups = n / p.group_size;
+    lowbit_test::check_large_call<float>(paths_with_scalar(), nibbles ? n / 2 : n, groups, n,
+                                         [&](std::uint8_t* codes, float* scales, float* y) {
+      if (nibbles) {
+        return lowbit::quantize_int_packed(x.data(), rows, cols, p, codes, scales, nullptr).ok() &&
+               lowbit::dequantize_int_packed(codes, scales, nullptr, rows, cols, p, y).ok();
+      }
+      return lowbit::quantize_int(x.data(), rows, cols, p, codes, scales, nullptr).ok() &&
+             lowbit::dequantize_int(codes, scales, nullptr, rows, cols, p, y).ok();
+    });
+  }
+}
+
 TEST(KernelsIntegerBulk, QuantizeWideRangeWithSubnormals) {
   REQUIRE_AVX2();
   check_quantize(data_kind::wide, false, 400);
