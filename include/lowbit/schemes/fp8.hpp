@@ -371,23 +371,24 @@ inline void fp8_amax_tile(const From* x, std::size_t ld, std::size_t rows, std::
   kernels::fp8_ref::amax_tile(x, ld, rows, cols, bc, amax);
 }
 
-// stream: the whole call moves at least stream_threshold_bytes (non-temporal stores).
+// traffic: whether the whole call moves at least stream_threshold_bytes (non-temporal stores),
+// and whether it reads its source twice (kernels::fp8_traffic).
 template <class T, class From>
 inline void fp8_quantize_tile(const From* x, std::size_t ld, std::size_t rows, std::size_t cols, std::size_t bc,
                               const float* scales, const fp8_options& o, const std::uint32_t* rb, T* q,
-                              bool stream) noexcept {
+                              kernels::fp8_traffic traffic) noexcept {
   policy p;
   p.ov = o.element_overflow;
   p.rm = o.element_rounding;
 #if LOWBIT_HAS_AVX512_KERNELS
   if (use_avx512())  // hands what it does not cover to the AVX2 kernel
-    return kernels::fp8_avx512::quantize_tile(x, ld, rows, cols, bc, scales, o.application, p, rb, q, stream);
+    return kernels::fp8_avx512::quantize_tile(x, ld, rows, cols, bc, scales, o.application, p, rb, q, traffic);
 #endif
 #if LOWBIT_HAS_AVX2_KERNELS
   if (use_avx2())
-    return kernels::fp8_avx2::quantize_tile(x, ld, rows, cols, bc, scales, o.application, p, rb, q, stream);
+    return kernels::fp8_avx2::quantize_tile(x, ld, rows, cols, bc, scales, o.application, p, rb, q, traffic);
 #else
-  (void)stream;
+  (void)traffic;
 #endif
   kernels::fp8_ref::quantize_tile(x, ld, rows, cols, bc, scales, o.application, p, rb, q);
 }
@@ -483,7 +484,9 @@ template <class T, class From,
       !s)
     return s;
   const kernels::ieee_scope env;  // same bytes whatever the caller's MXCSR
-  const bool stream = n * (sizeof(From) + 1) >= kernels::fp8_stream_threshold_bytes;
+  const kernels::fp8_traffic traffic = n * (sizeof(From) + 1) >= kernels::fp8_stream_threshold_bytes
+                                           ? kernels::fp8_traffic::streamed_twice
+                                           : kernels::fp8_traffic::cached;
   return detail::fp8_for_each_chunk(
       b, rows, cols,
       [&](std::size_t r0, std::size_t nr, std::size_t c0, std::size_t nc, std::size_t j0, std::size_t nb) -> status {
@@ -495,7 +498,7 @@ template <class T, class From,
         const std::size_t good = detail::fp8_chunk_scales<T>(amax, nb, o, s, &error);
         if (good != 0) {
           detail::fp8_quantize_tile(src + at, cols, nr, detail::fp8_good_cols(good, b.block_cols, nc), b.block_cols, s, o,
-                                    rb != nullptr ? rb + at : nullptr, elements + at, stream);
+                                    rb != nullptr ? rb + at : nullptr, elements + at, traffic);
           for (std::size_t j = 0; j < good; ++j) scales[j0 + j] = s[j];
         }
         return error;
@@ -524,7 +527,9 @@ template <class T, class From,
       !s)
     return s;
   const kernels::ieee_scope env;
-  const bool stream = n * (sizeof(From) + 1) >= kernels::fp8_stream_threshold_bytes;
+  const kernels::fp8_traffic traffic = n * (sizeof(From) + 1) >= kernels::fp8_stream_threshold_bytes
+                                           ? kernels::fp8_traffic::streamed
+                                           : kernels::fp8_traffic::cached;
   return detail::fp8_for_each_chunk(
       b, rows, cols,
       [&](std::size_t r0, std::size_t nr, std::size_t c0, std::size_t nc, std::size_t j0, std::size_t nb) -> status {
@@ -532,7 +537,7 @@ template <class T, class From,
         const std::size_t at = r0 * cols + c0;
         if (good != 0)
           detail::fp8_quantize_tile(src + at, cols, nr, detail::fp8_good_cols(good, b.block_cols, nc), b.block_cols,
-                                    scales + j0, o, rb != nullptr ? rb + at : nullptr, elements + at, stream);
+                                    scales + j0, o, rb != nullptr ? rb + at : nullptr, elements + at, traffic);
         return good == nb ? status{} : status{errc::bad_argument};
       });
 }

@@ -118,6 +118,22 @@ constexpr std::size_t next_run_distance(std::size_t n, bool stream) noexcept {
   return stream && n > ahead ? (n < cap ? n : cap) : 0;
 }
 
+// The distance for a run of n values of a tile of rows x cols (row stride ld). Where the call
+// reads its source twice (fp8_traffic::streamed_twice: the dynamic quantizer), a tile of whole
+// rows (cols == ld) more than one row tall is a band of tall blocks (128 x 128), and the next
+// chunk is the band below, rows * ld ahead: each run asks for its own columns there, so that the
+// amax pass over that band finds its lines in cache (L2, or L3 where L2 let them go: a band of
+// 128 rows of 4096 floats is 2 MiB); the next row, which next_run_distance gives, the amax pass
+// has just read. Otherwise next_run_distance. (A single pass, the static quantizer, loses a
+// quarter of its speed with the band's distance: Zen 5, 128 x 128 from DRAM.)
+template <class From>
+constexpr std::size_t run_distance(std::size_t n, std::size_t ld, std::size_t rows, std::size_t cols,
+                                   fp8_traffic traffic) noexcept {
+  const bool stream = traffic != fp8_traffic::cached;
+  return traffic == fp8_traffic::streamed_twice && rows > 1 && cols == ld ? rows * ld
+                                                                          : next_run_distance<From>(n, stream);
+}
+
 // The reader of one run. Divide is x / s (exactly: exact_divider always divides, divide only
 // where near_decision says so), else x * r; two reader types per format and source keep the
 // encoder's instantiations few. The scale of the 32 values at p: one for the whole run, or
@@ -401,8 +417,9 @@ template <bool Divide, class T, class From>
 LOWBIT_AVX2_INLINE void quantize_runs(scaling how, const From* x, std::size_t ld, std::size_t rows, std::size_t cols,
                                       std::size_t block_cols, const float* scales, const float* reciprocals,
                                       unsigned shift, const policy& p, const std::uint32_t* random_bits, T* q,
-                                      bool stream) {
+                                      fp8_traffic traffic) {
   constexpr int M = T::format::mantissa_bits;
+  const bool stream = traffic != fp8_traffic::cached;
   scaled_reader<From, M, Divide> read{how == scaling::exact_divider, false, stream, shift, nullptr, scales,
                                       reciprocals, _mm256_setzero_ps(), _mm256_setzero_ps(), 0};
   for (std::size_t r = 0; r < rows; ++r) {
@@ -411,7 +428,7 @@ LOWBIT_AVX2_INLINE void quantize_runs(scaling how, const From* x, std::size_t ld
     if (how != scaling::exact_divider && shift != 0) {
       read.indexed = true;
       read.base = x + at;
-      read.next = next_run_distance<From>(cols, stream);
+      read.next = run_distance<From>(cols, ld, rows, cols, traffic);
       encode_run(read, x + at, cols, p, rb, q + at);
       continue;
     }
@@ -420,7 +437,7 @@ LOWBIT_AVX2_INLINE void quantize_runs(scaling how, const From* x, std::size_t ld
       const std::size_t n = cols - c < block_cols ? cols - c : block_cols;
       read.s = _mm256_set1_ps(scales[j]);
       read.r = _mm256_set1_ps(reciprocals[j]);
-      read.next = next_run_distance<From>(n, stream);
+      read.next = run_distance<From>(n, ld, rows, cols, traffic);
       encode_run(read, x + at + c, n, p, rb != nullptr ? rb + c : nullptr, q + at + c);
     }
   }
@@ -456,13 +473,14 @@ inline unsigned row_run_shift(const tile_walk& t, std::size_t step) noexcept {
   return shift;
 }
 
-// stream: the whole call writes enough (with its source, at least stream_threshold_bytes) that
-// every run's codes go out with non-temporal stores.
+// traffic: whether the whole call writes enough (with its source, at least
+// stream_threshold_bytes) that every run's codes go out with non-temporal stores, and whether it
+// reads its source twice (fp8_traffic, detail::run_distance).
 template <class T, class From>
 LOWBIT_TARGET_AVX2 void quantize_tile(const From* x, std::size_t ld, std::size_t rows, std::size_t cols,
                                       std::size_t block_cols, const float* scales, scale_application a,
                                       const policy& p, const std::uint32_t* random_bits, T* q,
-                                      bool stream) noexcept {
+                                      fp8_traffic traffic) noexcept {
   const tile_walk t = walk_of(ld, rows, cols, block_cols);
   const tile_scales ts(scales, (t.cols - 1) / t.block_cols + 1);
   const unsigned shift = row_run_shift(t, 32);
@@ -472,10 +490,10 @@ LOWBIT_TARGET_AVX2 void quantize_tile(const From* x, std::size_t ld, std::size_t
                                                                         : detail::scaling::divide;
   if (how == detail::scaling::reciprocal)
     detail::quantize_runs<false>(how, x, ld, t.rows, t.cols, t.block_cols, scales, ts.reciprocals, shift, p,
-                                 random_bits, q, stream);
+                                 random_bits, q, traffic);
   else
     detail::quantize_runs<true>(how, x, ld, t.rows, t.cols, t.block_cols, scales, ts.reciprocals, shift, p,
-                                random_bits, q, stream);
+                                random_bits, q, traffic);
 }
 
 // stream: the call writes enough float output (at least stream_threshold_bytes) that

@@ -139,13 +139,13 @@ LOWBIT_AVX512_INLINE void scaled_step(const From* p, __m512 s, __m512 r, bool al
 template <class F, rounding RM, bool Divide, class From>
 LOWBIT_AVX512_INLINE void quantize_run(const From* x, std::size_t n, const float* scales, const float* reciprocals,
                                        bool always, bool indexed, unsigned shift, const std::uint32_t* rb,
-                                       std::uint8_t* q, bool stream, const avx512::detail::encode_vectors& v) {
+                                       std::uint8_t* q, bool stream, std::size_t next,
+                                       const avx512::detail::encode_vectors& v) {
   using avx512::detail::random_at;
   constexpr std::size_t ahead = LOWBIT_PREFETCH_BYTES / sizeof(From);
   // The source's lines a few steps ahead (as the conversion encoders do), into L2, or, from DRAM,
-  // one run ahead (fp8_avx2::detail::next_run_distance): one request per line and step, whose
-  // distance and end are set here (a second test in the loop cost 7-12 % in cache).
-  const std::size_t next = fp8_avx2::detail::next_run_distance<From>(n, stream);
+  // one run or band ahead (next: fp8_avx2::detail::run_distance): one request per line and step,
+  // whose distance and end are set here (a second test in the loop cost 7-12 % in cache).
   const std::size_t distance = next != 0 ? next : ahead;
   const std::size_t prefetch_end = next != 0 ? n : n > ahead ? n - ahead : 0;
   __m512 s = _mm512_set1_ps(scales[0]), r = _mm512_set1_ps(reciprocals[0]);
@@ -183,7 +183,8 @@ template <class F, rounding RM, bool Divide, class From>
 LOWBIT_TARGET_AVX512 void quantize_runs(const From* x, std::size_t ld, std::size_t rows, std::size_t cols,
                                         std::size_t block_cols, const float* scales, const float* reciprocals,
                                         bool always, unsigned shift, const policy& p, const std::uint32_t* random_bits,
-                                        std::uint8_t* q, bool stream) noexcept {
+                                        std::uint8_t* q, fp8_traffic traffic) noexcept {
+  const bool stream = traffic != fp8_traffic::cached;
   avx2::detail::encode_setup setup = avx2::detail::make_setup<F>(p);  // as the encoder's encode_mode
   if constexpr (avx512::detail::path1_mode<RM>)
     avx2::detail::make_direct_setup<F, RM>(setup);
@@ -196,13 +197,16 @@ LOWBIT_TARGET_AVX512 void quantize_runs(const From* x, std::size_t ld, std::size
     const std::size_t at = row * ld;
     const std::uint32_t* rb = random_bits != nullptr ? random_bits + at : nullptr;
     if (shift != 0) {
-      quantize_run<F, RM, Divide>(x + at, cols, scales, reciprocals, always, true, shift, rb, q + at, stream, v);
+      quantize_run<F, RM, Divide>(x + at, cols, scales, reciprocals, always, true, shift, rb, q + at, stream,
+                                  fp8_avx2::detail::run_distance<From>(cols, ld, rows, cols, traffic), v);
       continue;
     }
-    for (std::size_t c = 0, j = 0; c < cols; c += block_cols, ++j)
-      quantize_run<F, RM, Divide>(x + at + c, cols - c < block_cols ? cols - c : block_cols, scales + j,
-                                  reciprocals + j, always, false, 0, rb != nullptr ? rb + c : nullptr, q + at + c,
-                                  stream, v);
+    for (std::size_t c = 0, j = 0; c < cols; c += block_cols, ++j) {
+      const std::size_t n = cols - c < block_cols ? cols - c : block_cols;
+      quantize_run<F, RM, Divide>(x + at + c, n, scales + j, reciprocals + j, always, false, 0,
+                                  rb != nullptr ? rb + c : nullptr, q + at + c, stream,
+                                  fp8_avx2::detail::run_distance<From>(n, ld, rows, cols, traffic), v);
+    }
   }
   if (stream) _mm_sfence();
 }
@@ -458,7 +462,7 @@ LOWBIT_TARGET_AVX512 void amax_tile(const From* x, std::size_t ld, std::size_t r
 template <class T, class From>
 void quantize_tile(const From* x, std::size_t ld, std::size_t rows, std::size_t cols, std::size_t block_cols,
                    const float* scales, scale_application a, const policy& p, const std::uint32_t* random_bits, T* q,
-                   bool stream) noexcept {
+                   fp8_traffic traffic) noexcept {
   using F = typename T::format;
   if constexpr (avx512::can_encode<float, T>::value) {
     if (avx512::covers<F>(p)) {
@@ -474,10 +478,10 @@ void quantize_tile(const From* x, std::size_t ld, std::size_t rows, std::size_t 
         constexpr rounding RM = decltype(rm)::value;
         if (reciprocal)
           detail::quantize_runs<F, RM, false>(x, ld, t.rows, t.cols, t.block_cols, scales, ts.reciprocals, false,
-                                              shift, p, random_bits, out, stream);
+                                              shift, p, random_bits, out, traffic);
         else
           detail::quantize_runs<F, RM, true>(x, ld, t.rows, t.cols, t.block_cols, scales, ts.reciprocals, always,
-                                             shift, p, random_bits, out, stream);
+                                             shift, p, random_bits, out, traffic);
       };
       switch (p.rm) {
         case rounding::nearest_even: return run(std::integral_constant<rounding, rounding::nearest_even>{});
@@ -490,7 +494,7 @@ void quantize_tile(const From* x, std::size_t ld, std::size_t rows, std::size_t 
       }
     }
   }
-  fp8_avx2::quantize_tile(x, ld, rows, cols, block_cols, scales, a, p, random_bits, q, stream);
+  fp8_avx2::quantize_tile(x, ld, rows, cols, block_cols, scales, a, p, random_bits, q, traffic);
 }
 
 template <class T, class Dst>

@@ -33,6 +33,13 @@ namespace kernels {
 // path (the value of avx2::stream_threshold_bytes, kernels/avx2_common.hpp).
 inline constexpr std::size_t fp8_stream_threshold_bytes = std::size_t{16} << 20;
 
+// How a quantizer call moves its source and codes: in cache; streamed (at least
+// fp8_stream_threshold_bytes: non-temporal stores, and each run asks for the lines one run
+// ahead); or streamed and read twice, the largest magnitudes then the codes (the dynamic
+// quantizer, whose runs through a band of tall blocks ask for the band below instead:
+// fp8_avx2::detail::run_distance).
+enum class fp8_traffic : std::uint8_t { cached, streamed, streamed_twice };
+
 namespace fp8_ref {
 
 // The float32 bit pattern of |x|: ordered as the magnitudes are, NaN above Inf (0x7F800000).
