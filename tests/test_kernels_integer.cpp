@@ -608,6 +608,36 @@ TEST(KernelsIntegerBulk, QuantizeTies) {
 // that scale (and an integer zero-point or offset), the other values (k + 1/2) s, some one float
 // step off. The AVX-512 path redoes such lanes by division after the grid (fix_near); a tie rule
 // of any mode left out there fails here.
+// Groups of `group` values under a nearest mode, as the grid takes them: scheme 0 symmetric
+// restricted, 1 symmetric full range, 2 affine, 3 affine with an offset.
+int_params grid_params(int bits, int scheme, scale_storage fmt, std::size_t group, rounding rm) {
+  int_params p;
+  p.bits = bits;
+  p.granularity = granularity::per_group;
+  p.group_size = group;
+  p.scale_format = fmt;
+  p.element_rounding = rm;
+  if (scheme == 0) p.range = int_range::restricted;
+  if (scheme == 1) p.range = int_range::full;
+  if (scheme == 2) p.scheme = int_scheme::affine;
+  if (scheme == 3) p.scheme = int_scheme::affine_offset;
+  return p;
+}
+
+// Whether every SIMD path, in every MXCSR state, quantizes x as the scalar path does (which must
+// succeed): the tests of values at and around the grid's half-integers.
+testing::AssertionResult every_path_as_scalar(const std::vector<float>& x, shape s, const int_params& p) {
+  const quantized want = run_on(isa::scalar, fpenv::clear, [&] { return quantize_both_ways(x.data(), s, p, nullptr); });
+  if (want.st != errc::ok) return testing::AssertionFailure() << describe(p, s, data_kind::ties) << ": scalar failed";
+  for (const auto& [path, e] : simd_envs()) {
+    const quantized got = run_on(path, e, [&] { return quantize_both_ways(x.data(), s, p, nullptr); });
+    if (!(got == want))
+      return testing::AssertionFailure() << describe(p, s, data_kind::ties) << " " << env_name(e) << " "
+                                         << lowbit::isa_name(path);
+  }
+  return testing::AssertionSuccess();
+}
+
 TEST(KernelsIntegerBulk, ExactTiesOfEveryNearestModeOnTheGrid) {
   REQUIRE_AVX2();
   std::mt19937 gen(31);
@@ -618,16 +648,7 @@ TEST(KernelsIntegerBulk, ExactTiesOfEveryNearestModeOnTheGrid) {
       for (int scheme = 0; scheme < 4; ++scheme) {
         for (scale_storage fmt : {scale_storage::fp16, scale_storage::bf16}) {
           for (std::size_t group : {32u, 128u}) {
-            int_params p;
-            p.bits = bits;
-            p.granularity = granularity::per_group;
-            p.group_size = group;
-            p.scale_format = fmt;
-            p.element_rounding = rm;
-            if (scheme == 0) p.range = int_range::restricted;
-            if (scheme == 1) p.range = int_range::full;
-            if (scheme == 2) p.scheme = int_scheme::affine;
-            if (scheme == 3) p.scheme = int_scheme::affine_offset;
+            const int_params p = grid_params(bits, scheme, fmt, group, rm);
             const int code_max = (1 << bits) - 1;
             std::vector<float> x(s.rows * s.cols);
             for (std::size_t g0 = 0; g0 < x.size(); g0 += group) {
@@ -652,12 +673,7 @@ TEST(KernelsIntegerBulk, ExactTiesOfEveryNearestModeOnTheGrid) {
                 x[i] = v;
               }
             }
-            const quantized want = run_on(isa::scalar, fpenv::clear, [&] { return quantize_both_ways(x.data(), s, p, nullptr); });
-            ASSERT_EQ(want.st, errc::ok) << describe(p, s, data_kind::ties);
-            for (const auto& [path, e] : simd_envs()) {
-              const quantized got = run_on(path, e, [&] { return quantize_both_ways(x.data(), s, p, nullptr); });
-              ASSERT_TRUE(got == want) << describe(p, s, data_kind::ties) << " " << env_name(e) << " " << lowbit::isa_name(path);
-            }
+            ASSERT_TRUE(every_path_as_scalar(x, s, p));
             ++checked;
           }
         }
@@ -683,15 +699,7 @@ TEST(KernelsIntegerBulk, ValuesAroundTheGridWindow) {
       for (int scheme = 0; scheme < 3; ++scheme) {
         for (scale_storage fmt : {scale_storage::fp16, scale_storage::bf16, scale_storage::fp32}) {
           for (std::size_t group : {32u, 64u, 128u}) {
-            int_params p;
-            p.bits = bits;
-            p.granularity = granularity::per_group;
-            p.group_size = group;
-            p.scale_format = fmt;
-            p.element_rounding = rm;
-            if (scheme == 0) p.range = int_range::full;
-            if (scheme == 1) p.scheme = int_scheme::affine;
-            if (scheme == 2) p.scheme = int_scheme::affine_offset;
+            const int_params p = grid_params(bits, scheme + 1, fmt, group, rm);
             const double top = scheme == 0 ? (1 << (bits - 1)) - 0.5 : (1 << bits) - 1;  // D, or code_max
             std::vector<float> x(s.rows * s.cols);
             for (std::size_t g0 = 0; g0 < x.size(); g0 += group) {
@@ -707,12 +715,7 @@ TEST(KernelsIntegerBulk, ValuesAroundTheGridWindow) {
               x[g0] = static_cast<float>(scheme == 0 && gen() % 2 ? -amax : amax);
               if (scheme != 0) x[g0 + 1] = 0.0f;
             }
-            const quantized want = run_on(isa::scalar, fpenv::clear, [&] { return quantize_both_ways(x.data(), s, p, nullptr); });
-            ASSERT_EQ(want.st, errc::ok) << describe(p, s, data_kind::ties);
-            for (const auto& [path, e] : simd_envs()) {
-              const quantized got = run_on(path, e, [&] { return quantize_both_ways(x.data(), s, p, nullptr); });
-              ASSERT_TRUE(got == want) << describe(p, s, data_kind::ties) << " " << env_name(e) << " " << lowbit::isa_name(path);
-            }
+            ASSERT_TRUE(every_path_as_scalar(x, s, p));
             ++checked;
           }
         }
