@@ -91,7 +91,7 @@ struct aff_batch {
   __m256 z;             // what zeros[] gets: the zero-point as a float, or the offset
   __m256i zp;           // the integer zero-point (0 with an offset)
   std::uint32_t stop;   // lanes the reference must do (NaN/Inf, scale or offset overflow)
-  std::uint32_t tight;  // lanes group_grid may take (1/s normal, |(x - m) / s| below the window's bound)
+  std::uint32_t tight;  // lanes group_grid may take (1/s normal, |(x - m) / s| within the window's bound)
 };
 
 LOWBIT_AVX2_INLINE aff_batch affine_params(const int_affine_job& j, __m256i lo, __m256i hi, __m256i nfl, std::size_t m);

@@ -617,15 +617,15 @@ LOWBIT_AVX2_INLINE __m256i scales_for(__m256 a, __m256 divisor, scale_storage fm
 }
 
 // Which grid words group_grid codes again by division (docs/kernels.md, "The grid rounding"):
-// those within `steps` of 2^-13 of a half-integer, whose low 13 bits (with the half-integer put at
-// `half` of them) lie below `limit`. The narrow window takes the half-integers alone, and holds
+// those in a window of 2^-13 steps around a half-integer, whose low 13 bits (with the
+// half-integer put at `half` of them) lie below `limit`. The narrow window takes the half-integers alone, and holds
 // while |y| < 200; the wide one a step either side too, and holds while |y| < 401. A third of the
 // wide window's lanes, so a third of its redos: INT4 with fp16 scales on Gaussian data has a near
 // lane in 2.7 % of its groups of 32 instead of 7.9 %.
 struct grid_window {
   std::int32_t half;   // 0x1000 (narrow) or 0x1001 (wide)
   std::int32_t limit;  // 1 or 3
-  float bound;         // the |y| the caller must keep below: 200 or 400 (the wide proof's 401, less margin)
+  float bound;         // the |y| the caller keeps below: 200, or 400 (the wide proof's 401)
 };
 constexpr grid_window narrow_window{0x1000, 1, 200.0f};
 constexpr grid_window wide_window{0x1001, 3, 400.0f};

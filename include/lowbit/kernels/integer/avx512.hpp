@@ -195,16 +195,16 @@ LOWBIT_AVX512_INLINE void store32(std::uint8_t* out, __m512i codes) {
 
 // The lanes near a half-integer (the call's a2::grid_window) are rare but not negligible: with
 // fp16 scales and the narrow window about one group of 32 in forty has one (the largest |x| / s
-// lies within 2^-11 of D, and of a half-integer when D is one). Their codes are redone by division, as the reference defines them: y = (x - m) / s
-// rounded once (m = 0 without an offset: x - 0 is x), then round_to_code's nearest mode on y,
-// and put back into the grid word before the narrowing (a rounded integer, so the clamps after
-// it are round_to_code's).
+// lies within 2^-11 of D, and of a half-integer when D is one). Their codes are redone by
+// division, as the reference defines them: y = (x - m) / s rounded once (m = 0 without an offset:
+// x - 0 is x), then round_to_code's nearest mode on y, and put back into the grid word before the
+// narrowing (a rounded integer, so the clamps after it are round_to_code's).
 
 // The grid parameters of the 8 groups of a batch, one per lane: reciprocal, offset (0 without
-// one), grid bias (bits(1536) - the window's half - zero_point * 2^13), and for the near lanes the scale
-// and zero-point; and the call's mode (a nearest one: the grid takes no other). (The bias follows
-// from the zero-point, but computed per group from it and broadcast from a general register the
-// quantizers ran 6-10 % slower than broadcast from here.)
+// one), grid bias (bits(1536) - the window's half - zero_point * 2^13), and for the near lanes
+// the scale and zero-point; and the call's mode (a nearest one: the grid takes no other). (The
+// bias follows from the zero-point, but computed per group from it and broadcast from a general
+// register the quantizers ran 6-10 % slower than broadcast from here.)
 struct batch_grid {
   alignas(32) float r[8];
   alignas(32) float m[8];
@@ -235,7 +235,8 @@ LOWBIT_AVX512_INLINE __m512i fix_near(__m512i u, const float* x, const grid_cons
   const __mmask16 near = near_lanes(u, k);
   if (near == 0) return u;
   const batch_grid& p = *f.p;
-  const __m512 y = _mm512_div_ps(_mm512_sub_ps(_mm512_loadu_ps(x), _mm512_set1_ps(p.m[f.g])), _mm512_set1_ps(p.s[f.g]));
+  const __m512 y =
+      _mm512_div_ps(_mm512_sub_ps(_mm512_loadu_ps(x), _mm512_set1_ps(p.m[f.g])), _mm512_set1_ps(p.s[f.g]));
   const __m512i n = _mm512_cvttps_epi32(y);
   const __m512 a = _mm512_abs_ps(_mm512_sub_ps(y, _mm512_cvtepi32_ps(n)));
   const __m512 half = _mm512_set1_ps(0.5f);
