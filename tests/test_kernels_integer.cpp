@@ -1548,6 +1548,47 @@ TEST(KernelsIntegerGgml, QuantizeAndDequantizeMatchTheReference) {
   }
 }
 
+// Calls of 4M values (16 MiB of float32), where the ggml dequantizers stream their stores: the
+// floats at a 64-byte aligned address (both paths stream), 32 bytes past one (the AVX-512 path
+// hands those to the AVX2 kernel, whose stores are aligned there) and one float past one (no
+// stream). Every path must write the scalar path's blocks and floats, and nothing next to them.
+TEST(KernelsIntegerGgml, LargeCallsAlignedAndNot) {
+  const std::size_t n = std::size_t{1} << 22, blocks = n / 32;
+  const std::vector<float> x = lowbit_test::large_input(n, 29);
+  std::vector<lowbit::ggml_block_q4_0> b4(blocks);
+  std::vector<lowbit::ggml_block_q8_0> b8(blocks);
+  for (const std::size_t shift : {std::size_t{0}, std::size_t{8}, std::size_t{1}}) {
+    std::vector<std::uint8_t> want4, want8;
+    std::vector<float> want_y4, want_y8;
+    for (const isa path : paths_with_scalar()) {
+      SCOPED_TRACE(testing::Message() << lowbit::isa_name(path) << ", shift " << shift);
+      const lowbit::scoped_isa use(path);
+      ASSERT_TRUE(lowbit::ggml_quantize_q4_0(x.data(), 1, n, b4.data()).ok());
+      ASSERT_TRUE(lowbit::ggml_quantize_q8_0(x.data(), 1, n, b8.data()).ok());
+      std::vector<float> y4(n + 32, -1.0f), y8(n + 32, -1.0f);
+      const std::size_t at4 = lowbit_test::to_line(y4.data()) + shift, at8 = lowbit_test::to_line(y8.data()) + shift;
+      ASSERT_TRUE(lowbit::ggml_dequantize_q4_0(b4.data(), 1, n, y4.data() + at4).ok());
+      ASSERT_TRUE(lowbit::ggml_dequantize_q8_0(b8.data(), 1, n, y8.data() + at8).ok());
+      const std::vector<float> w4 = lowbit_test::written(y4, at4, n), w8 = lowbit_test::written(y8, at8, n);
+      EXPECT_EQ(w4.front(), -1.0f);
+      EXPECT_EQ(w4.back(), -1.0f);
+      EXPECT_EQ(w8.front(), -1.0f);
+      EXPECT_EQ(w8.back(), -1.0f);
+      if (want4.empty()) {
+        want4 = block_bytes(b4);
+        want8 = block_bytes(b8);
+        want_y4 = w4;
+        want_y8 = w8;
+        continue;
+      }
+      EXPECT_TRUE(block_bytes(b4) == want4);
+      EXPECT_TRUE(block_bytes(b8) == want8);
+      EXPECT_EQ(std::memcmp(w4.data(), want_y4.data(), w4.size() * sizeof(float)), 0);
+      EXPECT_EQ(std::memcmp(w8.data(), want_y8.data(), w8.size() * sizeof(float)), 0);
+    }
+  }
+}
+
 // The scalar ggml quantizers in the same FTZ+DAZ state, on blocks without subnormals.
 TEST(KernelsIntegerGgml, SameStateOnNormalBlocks) {
   REQUIRE_AVX2();
