@@ -603,11 +603,7 @@ TEST(KernelsIntegerBulk, QuantizeTies) {
   REQUIRE_AVX2();
   check_quantize(data_kind::ties, false, 300);
 }
-// Exact ties of every nearest mode in groups the grid takes (lengths of 32k, whole batches of 8
-// groups): the scale a power of two, each group's extremes set so that the scheme gives exactly
-// that scale (and an integer zero-point or offset), the other values (k + 1/2) s, some one float
-// step off. The AVX-512 path redoes such lanes by division after the grid (fix_near); a tie rule
-// of any mode left out there fails here.
+
 // Groups of `group` values under a nearest mode, as the grid takes them: scheme 0 symmetric
 // restricted, 1 symmetric full range, 2 affine, 3 affine with an offset.
 int_params grid_params(int bits, int scheme, scale_storage fmt, std::size_t group, rounding rm) {
@@ -638,6 +634,11 @@ testing::AssertionResult every_path_as_scalar(const std::vector<float>& x, shape
   return testing::AssertionSuccess();
 }
 
+// Exact ties of every nearest mode in groups the grid takes (lengths of 32k, whole batches of 8
+// groups): the scale a power of two, each group's extremes set so that the scheme gives exactly
+// that scale (and an integer zero-point or offset), the other values (k + 1/2) s, some one float
+// step off. The AVX-512 path redoes such lanes by division after the grid (fix_near); a tie rule
+// of any mode left out there fails here.
 TEST(KernelsIntegerBulk, ExactTiesOfEveryNearestModeOnTheGrid) {
   REQUIRE_AVX2();
   std::mt19937 gen(31);
