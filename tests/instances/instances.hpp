@@ -4,9 +4,9 @@
 // reaches, on every path: in the dev build half of the machine code the tests compiled was such
 // duplicates (15.5 of 32.6 MB of text), and test_kernels_convert.cpp alone took over 3 minutes.
 // The build force-includes this header into every test but the exhaustive sweeps
-// (tests/CMakeLists.txt). It declares the dispatch roots of the convert, MX, NVFP4 and FP8
-// families as explicit instantiations defined elsewhere (`extern template`); the TUs beside it,
-// in the library lowbit_test_instances that the tests link, define them with the same flags.
+// (tests/CMakeLists.txt). It declares the dispatch roots of the convert, MX and NVFP4 families
+// as explicit instantiations defined elsewhere (`extern template`); the TUs beside it, in the
+// library lowbit_test_instances that the tests link, define them with the same flags.
 //
 // What is tested does not change: the same templates, compiled with the same flags, in another TU
 // of the same program. Header-only use itself is what the consumer, strict and example builds
@@ -15,13 +15,13 @@
 // A root is a function template above the AVX-512, AVX2 and scalar kernels of one operation that
 // is not `inline`, or that cannot be inlined into its callers (another target), since GCC
 // instantiates an `inline` function whatever `extern` says, to inline it. A combination missing
-// here is still instantiated where it is used, only not shared. The integer kernels are plain
-// inline functions (no templates), so they cannot be shared this way.
+// here is still instantiated where it is used, only not shared. Not here: the scaled FP8 scheme's
+// tile kernels (one test TU calls nearly all of them, so sharing saves nothing: measured), and
+// the integer kernels, plain inline functions that cannot be shared this way.
 #ifndef LOWBIT_TESTS_INSTANCES_HPP
 #define LOWBIT_TESTS_INSTANCES_HPP
 
 #include <lowbit/convert.hpp>
-#include <lowbit/schemes/fp8.hpp>
 #include <lowbit/schemes/mx.hpp>
 #include <lowbit/schemes/nvfp4.hpp>
 
@@ -172,29 +172,6 @@
   LOWBIT_TEST_NVFP4_ALL(KW, float, LOWBIT_TEST_NVG)                                                                 \
   LOWBIT_TEST_NVFP4_ALL(KW, lowbit::bfloat16, LOWBIT_TEST_NVG)
 
-// The scaled FP8 scheme: each FP8 format from and into float32, float16 and bfloat16, on the SIMD
-// paths (their tile kernels are not `inline`; the scalar reference's are, and small).
-#define LOWBIT_TEST_FP8_ON(KW, Path, T, V)                                                                          \
-  KW void lowbit::kernels::Path::quantize_tile<T, V>(const V*, std::size_t, std::size_t, std::size_t, std::size_t,  \
-                                                     const float*, lowbit::scale_application,                      \
-                                                     const lowbit::policy&, const std::uint32_t*, T*,              \
-                                                     lowbit::kernels::fp8_traffic) noexcept;                       \
-  KW void lowbit::kernels::Path::dequantize_tile<T, V>(const T*, std::size_t, std::size_t, std::size_t,             \
-                                                       std::size_t, const float*, V*, bool) noexcept;
-#define LOWBIT_TEST_FP8_PATHS(KW, T, V)                                                                             \
-  LOWBIT_TEST_ON_AVX2(LOWBIT_TEST_FP8_ON, KW, fp8_avx2, T, V)                                                       \
-  LOWBIT_TEST_ON_AVX512(LOWBIT_TEST_FP8_ON, KW, fp8_avx512, T, V)
-#define LOWBIT_TEST_FP8_FORMAT(KW, T)                                                                               \
-  LOWBIT_TEST_FP8_PATHS(KW, T, float)                                                                               \
-  LOWBIT_TEST_FP8_PATHS(KW, T, lowbit::float16)                                                                     \
-  LOWBIT_TEST_FP8_PATHS(KW, T, lowbit::bfloat16)
-#define LOWBIT_TEST_FP8_OCP(KW)                                                                                     \
-  LOWBIT_TEST_FP8_FORMAT(KW, lowbit::float8_e4m3fn)                                                                 \
-  LOWBIT_TEST_FP8_FORMAT(KW, lowbit::float8_e5m2)
-#define LOWBIT_TEST_FP8_FNUZ(KW)                                                                                    \
-  LOWBIT_TEST_FP8_FORMAT(KW, lowbit::float8_e4m3fnuz)                                                               \
-  LOWBIT_TEST_FP8_FORMAT(KW, lowbit::float8_e5m2fnuz)
-
 LOWBIT_TEST_CONVERT_FLOAT(extern template)
 LOWBIT_TEST_CONVERT_FLOAT16(extern template)
 LOWBIT_TEST_CONVERT_BFLOAT16(extern template)
@@ -203,7 +180,5 @@ LOWBIT_TEST_CONVERT_OTHER_SOURCES(extern template)
 LOWBIT_TEST_MX_FP8(extern template)
 LOWBIT_TEST_MX_FP6_FP4(extern template)
 LOWBIT_TEST_NVFP4(extern template)
-LOWBIT_TEST_FP8_OCP(extern template)
-LOWBIT_TEST_FP8_FNUZ(extern template)
 
 #endif  // LOWBIT_TESTS_INSTANCES_HPP
