@@ -25,66 +25,54 @@
 #include <lowbit/schemes/mx.hpp>
 #include <lowbit/schemes/nvfp4.hpp>
 
-// encode_on, From into every format; KW is `extern template` or `template`.
+// M(args..., T) for each element type T of lowbit::convert.
+#define LOWBIT_TEST_EACH_FORMAT(M, ...)                                                                             \
+  M(__VA_ARGS__, lowbit::float8_e4m3fn)                                                                             \
+  M(__VA_ARGS__, lowbit::float8_e5m2)                                                                               \
+  M(__VA_ARGS__, lowbit::float8_e4m3fnuz)                                                                           \
+  M(__VA_ARGS__, lowbit::float8_e5m2fnuz)                                                                           \
+  M(__VA_ARGS__, lowbit::float6_e2m3fn)                                                                             \
+  M(__VA_ARGS__, lowbit::float6_e3m2fn)                                                                             \
+  M(__VA_ARGS__, lowbit::float4_e2m1fn)                                                                             \
+  M(__VA_ARGS__, lowbit::float8_e8m0fnu)                                                                            \
+  M(__VA_ARGS__, lowbit::float16)                                                                                   \
+  M(__VA_ARGS__, lowbit::bfloat16)
+
+// KW is `extern template` (the declarations below) or `template` (the definitions).
 #define LOWBIT_TEST_ENCODE_ON(KW, From, T)                                                                          \
   KW void lowbit::detail::encode_on<From, T>(lowbit::isa, const From*, T*, std::size_t, const lowbit::policy&,     \
                                              const std::uint32_t*) noexcept;
-#define LOWBIT_TEST_ENCODE_FROM(KW, From)                                                                           \
-  LOWBIT_TEST_ENCODE_ON(KW, From, lowbit::float8_e4m3fn)                                                            \
-  LOWBIT_TEST_ENCODE_ON(KW, From, lowbit::float8_e5m2)                                                              \
-  LOWBIT_TEST_ENCODE_ON(KW, From, lowbit::float8_e4m3fnuz)                                                          \
-  LOWBIT_TEST_ENCODE_ON(KW, From, lowbit::float8_e5m2fnuz)                                                          \
-  LOWBIT_TEST_ENCODE_ON(KW, From, lowbit::float6_e2m3fn)                                                            \
-  LOWBIT_TEST_ENCODE_ON(KW, From, lowbit::float6_e3m2fn)                                                            \
-  LOWBIT_TEST_ENCODE_ON(KW, From, lowbit::float4_e2m1fn)                                                            \
-  LOWBIT_TEST_ENCODE_ON(KW, From, lowbit::float8_e8m0fnu)                                                           \
-  LOWBIT_TEST_ENCODE_ON(KW, From, lowbit::float16)                                                                  \
-  LOWBIT_TEST_ENCODE_ON(KW, From, lowbit::bfloat16)
-
-// encode_packed_on, From into the packed formats.
 #define LOWBIT_TEST_ENCODE_PACKED_ON(KW, From, T)                                                                   \
   KW void lowbit::detail::encode_packed_on<T, From>(lowbit::isa, const From*, std::uint8_t*, std::size_t,          \
                                                     const lowbit::policy&, const std::uint32_t*) noexcept;
+#define LOWBIT_TEST_DECODE_ON(KW, T)                                                                                \
+  KW void lowbit::detail::decode_on<T::format>(lowbit::isa, const T*, float*, std::size_t) noexcept;
+
+// From into every format, unpacked and packed (the 4-, 6- and 8-bit layouts of E2M1, E2M3,
+// E3M2 and E4M3FN).
+#define LOWBIT_TEST_ENCODE_FROM(KW, From) LOWBIT_TEST_EACH_FORMAT(LOWBIT_TEST_ENCODE_ON, KW, From)
 #define LOWBIT_TEST_ENCODE_PACKED_FROM(KW, From)                                                                    \
   LOWBIT_TEST_ENCODE_PACKED_ON(KW, From, lowbit::float4_e2m1fn)                                                     \
   LOWBIT_TEST_ENCODE_PACKED_ON(KW, From, lowbit::float6_e2m3fn)                                                     \
   LOWBIT_TEST_ENCODE_PACKED_ON(KW, From, lowbit::float6_e3m2fn)                                                     \
   LOWBIT_TEST_ENCODE_PACKED_ON(KW, From, lowbit::float8_e4m3fn)
+#define LOWBIT_TEST_ENCODE_ALL_FROM(KW, From) LOWBIT_TEST_ENCODE_FROM(KW, From) LOWBIT_TEST_ENCODE_PACKED_FROM(KW, From)
 
-#define LOWBIT_TEST_DECODE_ON(KW, T)                                                                                \
-  KW void lowbit::detail::decode_on<T::format>(lowbit::isa, const T*, float*, std::size_t) noexcept;
-
-// The convert family, in five parts (one TU each).
-#define LOWBIT_TEST_CONVERT_FLOAT(KW)                                                                               \
-  LOWBIT_TEST_ENCODE_FROM(KW, float)                                                                                \
-  LOWBIT_TEST_ENCODE_FROM(KW, double)                                                                               \
-  LOWBIT_TEST_ENCODE_PACKED_FROM(KW, float)
-#define LOWBIT_TEST_CONVERT_FLOAT16(KW)                                                                             \
-  LOWBIT_TEST_ENCODE_FROM(KW, lowbit::float16)                                                                      \
-  LOWBIT_TEST_ENCODE_PACKED_FROM(KW, lowbit::float16)
-#define LOWBIT_TEST_CONVERT_BFLOAT16(KW)                                                                            \
-  LOWBIT_TEST_ENCODE_FROM(KW, lowbit::bfloat16)                                                                     \
-  LOWBIT_TEST_ENCODE_PACKED_FROM(KW, lowbit::bfloat16)
-#define LOWBIT_TEST_CONVERT_FP8_SOURCES(KW)                                                                         \
+// The convert family, in four parts (one TU each): the byte formats as sources decode into a
+// float32 stage and take float32's encoders, so they are cheap.
+#define LOWBIT_TEST_CONVERT_FLOAT(KW) LOWBIT_TEST_ENCODE_ALL_FROM(KW, float) LOWBIT_TEST_ENCODE_FROM(KW, double)
+#define LOWBIT_TEST_CONVERT_FLOAT16(KW) LOWBIT_TEST_ENCODE_ALL_FROM(KW, lowbit::float16)
+#define LOWBIT_TEST_CONVERT_BFLOAT16(KW) LOWBIT_TEST_ENCODE_ALL_FROM(KW, lowbit::bfloat16)
+#define LOWBIT_TEST_CONVERT_BYTE_SOURCES(KW)                                                                        \
   LOWBIT_TEST_ENCODE_FROM(KW, lowbit::float8_e4m3fn)                                                                \
   LOWBIT_TEST_ENCODE_FROM(KW, lowbit::float8_e5m2)                                                                  \
   LOWBIT_TEST_ENCODE_FROM(KW, lowbit::float8_e4m3fnuz)                                                              \
-  LOWBIT_TEST_ENCODE_FROM(KW, lowbit::float8_e5m2fnuz)
-#define LOWBIT_TEST_CONVERT_OTHER_SOURCES(KW)                                                                       \
+  LOWBIT_TEST_ENCODE_FROM(KW, lowbit::float8_e5m2fnuz)                                                              \
   LOWBIT_TEST_ENCODE_FROM(KW, lowbit::float6_e2m3fn)                                                                \
   LOWBIT_TEST_ENCODE_FROM(KW, lowbit::float6_e3m2fn)                                                                \
   LOWBIT_TEST_ENCODE_FROM(KW, lowbit::float4_e2m1fn)                                                                \
   LOWBIT_TEST_ENCODE_FROM(KW, lowbit::float8_e8m0fnu)                                                               \
-  LOWBIT_TEST_DECODE_ON(KW, lowbit::float8_e4m3fn)                                                                  \
-  LOWBIT_TEST_DECODE_ON(KW, lowbit::float8_e5m2)                                                                    \
-  LOWBIT_TEST_DECODE_ON(KW, lowbit::float8_e4m3fnuz)                                                                \
-  LOWBIT_TEST_DECODE_ON(KW, lowbit::float8_e5m2fnuz)                                                                \
-  LOWBIT_TEST_DECODE_ON(KW, lowbit::float6_e2m3fn)                                                                  \
-  LOWBIT_TEST_DECODE_ON(KW, lowbit::float6_e3m2fn)                                                                  \
-  LOWBIT_TEST_DECODE_ON(KW, lowbit::float4_e2m1fn)                                                                  \
-  LOWBIT_TEST_DECODE_ON(KW, lowbit::float8_e8m0fnu)                                                                 \
-  LOWBIT_TEST_DECODE_ON(KW, lowbit::float16)                                                                        \
-  LOWBIT_TEST_DECODE_ON(KW, lowbit::bfloat16)
+  LOWBIT_TEST_EACH_FORMAT(LOWBIT_TEST_DECODE_ON, KW)
 
 // The block formats: each MX element format and NVFP4, planar and in ggml's blocks, float32 and
 // bfloat16 values. The roots are the kernels' own entries, where the quantizers dispatch to them:
@@ -175,8 +163,7 @@
 LOWBIT_TEST_CONVERT_FLOAT(extern template)
 LOWBIT_TEST_CONVERT_FLOAT16(extern template)
 LOWBIT_TEST_CONVERT_BFLOAT16(extern template)
-LOWBIT_TEST_CONVERT_FP8_SOURCES(extern template)
-LOWBIT_TEST_CONVERT_OTHER_SOURCES(extern template)
+LOWBIT_TEST_CONVERT_BYTE_SOURCES(extern template)
 LOWBIT_TEST_MX_FP8(extern template)
 LOWBIT_TEST_MX_FP6_FP4(extern template)
 LOWBIT_TEST_NVFP4(extern template)
